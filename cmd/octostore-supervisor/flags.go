@@ -1,0 +1,170 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/octostore-supervisor/supervisor/contain"
+	"github.com/octostore-supervisor/supervisor/events"
+)
+
+const maxGrace = time.Hour
+
+func superviseFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "term-grace", Usage: "time between TERM and KILL during teardown; also reserved from every authority budget (default 1s, or $OCTOSTORE_SUPERVISOR_TERM_GRACE_SECONDS)"},
+		&cli.DurationFlag{Name: "max-silence", Usage: "locks only: arm no deadline further out than this per authority event, at most 20s (default 20s, or $OCTOSTORE_SUPERVISOR_MAX_SILENCE_SECONDS)"},
+		&cli.BoolFlag{Name: "require-worker-ready", Usage: "report leader/acquired only after the worker creates $OCTOSTORE_SUPERVISOR_READY_FILE (or $OCTOSTORE_SUPERVISOR_REQUIRE_WORKER_READY=1)"},
+		&cli.DurationFlag{Name: "ready-timeout", Value: contain.DefaultReadyTimeout, Usage: "how long a required ready file may take"},
+		&cli.DurationFlag{Name: "release-timeout", Value: contain.DefaultReleaseBudget, Usage: "how long the hold gets to confirm its release after SIGTERM"},
+		&cli.StringFlag{Name: "worker-output", Value: string(contain.WorkerOutputStderr), Usage: "where the worker's stdout and stderr go: stderr (stdout stays supervisor-only) or inherit"},
+		&cli.StringFlag{Name: "containment", Value: "auto", Usage: "containment backend: auto or process-group (the only backend of this build)"},
+	}
+}
+
+// envSeconds validates one of the reference supervisor's integer-seconds variables.
+func envSeconds(env []string, name string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == name {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func digitsOnly(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func configFrom(c *cli.Context, kind string, env []string) (contain.Config, error) {
+	cfg := contain.Config{
+		Kind: events.Kind(kind), Grace: contain.DefaultGrace, SilenceCap: contain.DefaultSilenceCap,
+		ReadyTimeout: c.Duration("ready-timeout"), ReleaseBudget: c.Duration("release-timeout"),
+		ProofBound: contain.DefaultProofBound,
+	}
+	args := c.Args().Slice()
+	if len(args) < 5 || args[3] != "--" {
+		return cfg, usageError{"expected <expected-name> <expected-candidate|-> <worker-program> -- <hold command ...>\n" + usageLine}
+	}
+	cfg.Name, cfg.Candidate, cfg.Worker, cfg.Hold = args[0], args[1], args[2], args[4:]
+	if cfg.Name == "" {
+		return cfg, usageError{"the expected " + kind + " name must not be empty\n" + usageLine}
+	}
+	if kind == "election" && (cfg.Candidate == "" || cfg.Candidate == "-") {
+		return cfg, usageError{"an election needs a candidate id (not '-')\n" + usageLine}
+	}
+	if kind == "lock" {
+		if cfg.Candidate != "-" {
+			return cfg, usageError{"a lock takes '-' in place of the candidate id\n" + usageLine}
+		}
+		cfg.Candidate = ""
+	}
+
+	// Environment first (upstream's contract), then flags override.
+	if v, ok := envSeconds(env, "OCTOSTORE_SUPERVISOR_TERM_GRACE_SECONDS"); ok {
+		if !digitsOnly(v) {
+			return cfg, usageError{"TERM grace must be a positive integer"}
+		}
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || n == 0 || time.Duration(n)*time.Second > maxGrace {
+			return cfg, usageError{"TERM grace must be positive (and at most one hour)"}
+		}
+		cfg.Grace = time.Duration(n) * time.Second
+	}
+	if v, ok := envSeconds(env, "OCTOSTORE_SUPERVISOR_MAX_SILENCE_SECONDS"); ok {
+		if !digitsOnly(v) {
+			return cfg, usageError{"OCTOSTORE_SUPERVISOR_MAX_SILENCE_SECONDS must be a positive integer"}
+		}
+		n, err := strconv.ParseUint(v, 10, 32)
+		switch {
+		case err != nil || n > 20:
+			return cfg, usageError{"OCTOSTORE_SUPERVISOR_MAX_SILENCE_SECONDS may only shorten the 20-second session-safety cap"}
+		case n == 0:
+			return cfg, usageError{"OCTOSTORE_SUPERVISOR_MAX_SILENCE_SECONDS must be positive"}
+		}
+		cfg.SilenceCap = time.Duration(n) * time.Second
+	}
+	if v, ok := envSeconds(env, "OCTOSTORE_SUPERVISOR_REQUIRE_WORKER_READY"); ok {
+		if v != "0" && v != "1" {
+			return cfg, usageError{"worker readiness requirement must be 0 or 1"}
+		}
+		cfg.RequireReady = v == "1"
+	}
+	if c.IsSet("term-grace") {
+		d := c.Duration("term-grace")
+		if d <= 0 || d > maxGrace {
+			return cfg, usageError{"--term-grace must be positive and at most 1h"}
+		}
+		cfg.Grace = d
+	}
+	if c.IsSet("max-silence") {
+		d := c.Duration("max-silence")
+		if d <= 0 || d > contain.DefaultSilenceCap {
+			return cfg, usageError{"--max-silence must be positive and may only shorten the 20-second session-safety cap"}
+		}
+		cfg.SilenceCap = d
+	}
+	if c.IsSet("require-worker-ready") {
+		cfg.RequireReady = c.Bool("require-worker-ready")
+	}
+	if cfg.ReadyTimeout <= 0 || cfg.ReleaseBudget <= 0 {
+		return cfg, usageError{"--ready-timeout and --release-timeout must be positive"}
+	}
+	switch o := contain.WorkerOutput(c.String("worker-output")); o {
+	case contain.WorkerOutputStderr, contain.WorkerOutputInherit:
+		cfg.WorkerOutput = o
+	default:
+		return cfg, usageError{fmt.Sprintf("--worker-output must be stderr or inherit, not %q", o)}
+	}
+	switch b := c.String("containment"); b {
+	case "auto", contain.BackendProcessGroup:
+		cfg.Containment = contain.BackendProcessGroup
+	default:
+		return cfg, usageError{fmt.Sprintf("--containment %q is not available in this build (auto, process-group)", b)}
+	}
+
+	worker, err := executableFile(cfg.Worker)
+	if err != nil {
+		return cfg, usageError{"worker program is not executable: " + cfg.Worker}
+	}
+	cfg.Worker = worker
+	hold, err := exec.LookPath(cfg.Hold[0])
+	if err != nil {
+		return cfg, usageError{"hold command not found or not executable: " + cfg.Hold[0]}
+	}
+	if cfg.Hold[0], err = filepath.Abs(hold); err != nil {
+		return cfg, usageError{"hold command path: " + err.Error()}
+	}
+	return cfg, nil
+}
+
+// executableFile returns the absolute path of a regular file with an execute bit.
+func executableFile(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return "", err
+	}
+	if !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+		return "", fmt.Errorf("%s is not an executable file", path)
+	}
+	return abs, nil
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/octostore-supervisor/supervisor/contain"
+)
+
+// version is stamped by the Makefile (-ldflags "-X main.version=...").
+var version = "dev"
+
+const usageLine = "usage: octostore-supervisor [flags] <election|lock> <expected-name> <expected-candidate|-> <worker-program> -- <hold command ...>"
+
+func main() {
+	// The guardian and shims are this same binary re-executed; they are internal
+	// and bypass the command line entirely.
+	if len(os.Args) == 2 {
+		switch os.Args[1] {
+		case contain.GuardianArg:
+			os.Exit(contain.GuardianMain())
+		case contain.ShimArg:
+			os.Exit(contain.ShimMain())
+		}
+	}
+	os.Exit(run(os.Args, os.Environ(), os.Stdout, os.Stderr))
+}
+
+// usageError is a bad argument or environment value: exit 64, nothing started.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func run(args, env []string, stdout, stderr io.Writer) int {
+	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	// Upstream's dependency probe: one static binary has none to miss.
+	if len(args) >= 2 && args[1] == "--check-dependencies" {
+		if len(args) != 2 {
+			fmt.Fprintln(stderr, usageLine)
+			return contain.ExitUsage
+		}
+		fmt.Fprintln(stdout, "octostore-supervisor dependencies are available")
+		return contain.ExitOK
+	}
+	code := contain.ExitOK
+	app := newApp(env, stdout, stderr, &code)
+	if err := app.Run(args); err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(stderr, "octostore-supervisor: %s\n", ue.msg)
+		} else {
+			fmt.Fprintf(stderr, "octostore-supervisor: %v\n%s\n", err, usageLine)
+		}
+		return contain.ExitUsage
+	}
+	return code
+}
+
+func newApp(env []string, stdout, stderr io.Writer, code *int) *cli.App {
+	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintf(c.App.Writer, "octostore-supervisor %s\n", c.App.Version) }
+	supervise := func(kind string) *cli.Command {
+		return &cli.Command{
+			Name:      kind,
+			Usage:     "run a worker only while this " + kind + " hold has authority",
+			ArgsUsage: argsUsage(kind),
+			Flags:     superviseFlags(),
+			Action: func(c *cli.Context) error {
+				cfg, err := configFrom(c, kind, env)
+				if err != nil {
+					return err
+				}
+				cfg.Stdout, cfg.Stderr, cfg.Env = stdout, stderr, env
+				testHooks(&cfg, env)
+				*code = contain.Supervise(context.Background(), cfg)
+				return nil
+			},
+			OnUsageError: usageErr,
+		}
+	}
+	return &cli.App{
+		Name:            "octostore-supervisor",
+		Usage:           "run a protected worker only while an OctoStore hold has authority, and prove its whole process tree gone on any loss or doubt",
+		UsageText:       usageLine[len("usage: "):],
+		Version:         version,
+		Description:     description,
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		Commands:        []*cli.Command{supervise("election"), supervise("lock")},
+		OnUsageError:    usageErr,
+		ExitErrHandler:  func(*cli.Context, error) {},
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				_ = cli.ShowAppHelp(c)
+				return usageError{"missing <election|lock>"}
+			}
+			return usageError{fmt.Sprintf("unknown kind %q: expected election or lock\n%s", c.Args().First(), usageLine)}
+		},
+	}
+}
+
+func usageErr(_ *cli.Context, err error, _ bool) error {
+	return usageError{err.Error() + "\n" + usageLine}
+}
+
+func argsUsage(kind string) string {
+	if kind == "lock" {
+		return "<lock-name> - <worker-program> -- <hold command ...>"
+	}
+	return "<election-id> <candidate-id> <worker-program> -- <hold command ...>"
+}
+
+const description = `The hold command (normally "octostore election hold ... --json" or
+"octostore lock hold ... --json") prints JSONL authority events. The worker program is
+started with no arguments only after a valid, fresh "leader"/"acquired" event and a
+local deadline armed in a separate guardian process. On lost, uncertain, error, an
+expired deadline, a malformed event, an unexpected exit or a signal, the worker's
+whole process tree is killed and proven gone before the hold is asked to release and
+before any terminal line is printed. stdout carries supervisor lines only.
+
+Environment (flags win over these):
+  OCTOSTORE_SUPERVISOR_TERM_GRACE_SECONDS     TERM->KILL grace in whole seconds (>= 1, default 1)
+  OCTOSTORE_SUPERVISOR_MAX_SILENCE_SECONDS    locks only: longest deadline per event, 1..20 (default 20)
+  OCTOSTORE_SUPERVISOR_REQUIRE_WORKER_READY   1: report authority only after the worker creates
+                                              $OCTOSTORE_SUPERVISOR_READY_FILE (default 0)
+The worker gets OCTOSTORE_FENCING_TERM and OCTOSTORE_SUPERVISOR_READY_FILE; OCTOSTORE_TOKEN
+and OCTOSTORE_TOKEN_FILE are removed from its environment.
+
+Exit codes: 0 released, 11 acquire timeout, 20 authority lost/uncertain/stale/expired,
+64 usage, 70 protocol or containment failure, 129/130/143 after SIGHUP/SIGINT/SIGTERM.`

@@ -1,0 +1,96 @@
+package contain
+
+import (
+	"io"
+	"time"
+
+	"github.com/octostore-supervisor/supervisor/events"
+)
+
+// Exit codes of the supervisor (README "Exit codes").
+const (
+	ExitOK            = 0
+	ExitAcquireTimout = 11  // the hold gave up acquiring (error acquire_timeout)
+	ExitAuthority     = 20  // authority lost, uncertain, stale or expired
+	ExitUsage         = 64  // bad arguments, environment or host
+	ExitSoftware      = 70  // protocol violation, hold/worker failure, or containment not proven
+	ExitSIGHUP        = 129 // 128 + signal number, after containment
+	ExitSIGINT        = 130
+	ExitSIGTERM       = 143
+)
+
+// WorkerOutput says where the worker's stdout and stderr go.
+type WorkerOutput string
+
+const (
+	// WorkerOutputStderr sends both to the supervisor's stderr, so stdout carries
+	// supervisor lines only and a worker cannot forge them.
+	WorkerOutputStderr WorkerOutput = "stderr"
+	// WorkerOutputInherit restores the reference supervisor's mixing.
+	WorkerOutputInherit WorkerOutput = "inherit"
+)
+
+// Config is one supervised run.
+type Config struct {
+	Kind      events.Kind
+	Name      string
+	Candidate string   // "" for locks
+	Worker    string   // absolute or relative path of an executable file; run with no arguments
+	Hold      []string // hold command and its arguments
+
+	Grace         time.Duration // TERM -> KILL grace, also part of every deadline's reserve
+	SilenceCap    time.Duration // locks only: a deadline is never armed further out than this
+	RequireReady  bool          // print leader/acquired only after the worker creates its ready file
+	ReadyTimeout  time.Duration // how long a required ready file may take
+	ReleaseBudget time.Duration // how long the hold gets to release after SIGTERM
+	ProofBound    time.Duration // how long teardown waits for the kernel to show a group empty
+	WorkerOutput  WorkerOutput
+	Containment   string // "auto" or "process-group" on this platform
+
+	Stdout io.Writer // supervisor lines
+	Stderr io.Writer // diagnostics
+	Env    []string  // the supervisor's environment, passed to the hold; the worker gets it scrubbed
+
+	// Pause, when set, is called at named points of the lifecycle. Only a binary
+	// built with the octostore_testhooks tag sets it, to freeze the supervisor at
+	// an exact point; there is no runtime switch a worker could reach.
+	Pause func(point string)
+}
+
+// Defaults used by the CLI.
+const (
+	DefaultGrace         = time.Second
+	DefaultSilenceCap    = 20 * time.Second
+	DefaultReadyTimeout  = 10 * time.Second
+	DefaultReleaseBudget = 3 * time.Second
+	DefaultProofBound    = 5 * time.Second
+)
+
+// SecretEnv are removed from the worker's environment: the hold needs them, the
+// protected work must not be able to act as the holder.
+var SecretEnv = []string{"OCTOSTORE_TOKEN", "OCTOSTORE_TOKEN_FILE"}
+
+// Report is what a teardown proved.
+type Report struct {
+	Backend     string     `json:"backend"`
+	ProvenEmpty bool       `json:"proven_empty"`
+	Killed      int        `json:"killed"`
+	DurationMs  int64      `json:"duration_ms"`
+	Survivors   []Survivor `json:"survivors,omitempty"`
+}
+
+// Survivor is a process still alive after the final kill and the proof bound.
+type Survivor struct {
+	Pid     int    `json:"pid"`
+	State   string `json:"state"`
+	Command string `json:"command"`
+}
+
+func (r *Report) merge(o Report) {
+	if r.Backend == "" {
+		r.Backend = o.Backend
+	}
+	r.Killed += o.Killed
+	r.DurationMs = max(r.DurationMs, o.DurationMs)
+	r.Survivors = append(r.Survivors, o.Survivors...)
+}

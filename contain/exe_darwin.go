@@ -1,0 +1,5 @@
+package contain
+
+import "os"
+
+func selfExe() (string, error) { return os.Executable() }

@@ -1,0 +1,380 @@
+//go:build unix
+
+package contain
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/octostore-supervisor/supervisor/platform"
+)
+
+// Group names on the wire.
+const (
+	groupHold   = "hold"
+	groupWorker = "worker"
+)
+
+// guardian owns the containers and the armed deadline. It runs in its own session
+// so a signal to the caller's process group cannot reach it, and it is the
+// supervisor's only child: if the supervisor dies its socket reads EOF and the
+// guardian contains everything on its own clock.
+type guardian struct {
+	main  *conn
+	grace time.Duration
+	proof time.Duration
+
+	mu     sync.Mutex // held by the reaper around each wait; see signalShim
+	groups map[string]*shimGroup
+
+	gen     uint64
+	fireMs  int64
+	killMs  int64
+	expired bool
+	timer   *platform.ContinuousTimer
+}
+
+type shimGroup struct {
+	name    string
+	pid     int
+	conn    *conn
+	in      <-chan msg
+	gone    chan struct{} // closed when the shim has been reaped
+	started bool          // the group's program runs (or ran)
+	closed  bool          // contained, shim killed: nothing may start here again
+	report  Report
+}
+
+// GuardianMain is the guardian process. Descriptors: 3 the supervisor's socket,
+// 4 the event pipe's write end (the hold's stdout), 5 the worker's stdout.
+func GuardianMain() int {
+	adoptInherited(fdCtl, fdOut, fdErr)
+	diag := os.Stderr
+	if err := platform.BecomeSubreaper(); err != nil {
+		fmt.Fprintf(diag, "octostore-supervisor guardian: %v\n", err)
+		return ExitSoftware
+	}
+	_ = platform.SetNonDumpable()
+	absorbSignals()
+
+	g := &guardian{main: newConn(os.NewFile(fdCtl, "ctl")), groups: map[string]*shimGroup{}}
+	reaper(&g.mu, func(pid int, _ unix.WaitStatus) {
+		for _, grp := range g.groups {
+			if grp.pid == pid {
+				close(grp.gone)
+			}
+		}
+	})
+	init, err := g.main.recv()
+	if err != nil || init.Op != opInit {
+		fmt.Fprintf(diag, "octostore-supervisor guardian: no start request: %v\n", err)
+		return ExitSoftware
+	}
+	g.grace = time.Duration(init.GraceMs) * time.Millisecond
+	g.proof = time.Duration(init.ProofMs) * time.Millisecond
+	if g.timer, err = platform.NewContinuousTimer(); err != nil {
+		_ = g.main.send(msg{Op: opReady, Reply: true, Err: err.Error()})
+		return ExitSoftware
+	}
+	if err := g.startGroups(init); err != nil {
+		_ = g.main.send(msg{Op: opReady, Reply: true, Err: err.Error()})
+		g.containAll()
+		return ExitSoftware
+	}
+	_ = g.main.send(msg{Op: opReady, Reply: true, Pid: g.groups[groupHold].pid})
+	return g.loop()
+}
+
+func (g *guardian) startGroups(init msg) error {
+	hold, err := g.spawnShim(groupHold, os.NewFile(fdOut, "events"), os.Stderr,
+		msg{Op: opInit, Argv: init.Argv, Env: init.Env})
+	unix.Close(fdOut) // only the hold may hold the event pipe open
+	if err != nil {
+		return err
+	}
+	hold.started = true
+	_, err = g.spawnShim(groupWorker, os.NewFile(fdErr, "worker-out"), os.Stderr,
+		msg{Op: opInit, Gated: true, Argv: init.WorkerArgv, Env: init.WorkerEnv})
+	unix.Close(fdErr)
+	return err
+}
+
+func (g *guardian) spawnShim(name string, out, errf *os.File, init msg) (*shimGroup, error) {
+	mine, theirs, err := socketpair()
+	if err != nil {
+		return nil, err
+	}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", os.DevNull, err)
+	}
+	defer devnull.Close()
+	g.mu.Lock() // the shim must be registered before the reaper can see it exit
+	pid, err := startHelper(ShimArg, []*os.File{devnull, devnull, os.Stderr, theirs, out, errf}, false)
+	grp := &shimGroup{name: name, pid: pid, conn: newConn(mine), gone: make(chan struct{})}
+	if err == nil {
+		g.groups[name] = grp
+	}
+	g.mu.Unlock()
+	theirs.Close()
+	if err != nil {
+		return nil, fmt.Errorf("start %s group: %w", name, err)
+	}
+	if err := grp.conn.send(init); err != nil {
+		return grp, fmt.Errorf("start %s group: %w", name, err)
+	}
+	reply, err := grp.conn.recv()
+	if err != nil {
+		return grp, fmt.Errorf("start %s group: %w", name, err)
+	}
+	if reply.Err != "" {
+		return grp, fmt.Errorf("start %s: %s", name, reply.Err)
+	}
+	grp.in = grp.conn.pump()
+	return grp, nil
+}
+
+func (g *guardian) loop() int {
+	mainIn := g.main.pump()
+	fired := make(chan struct{}, 1)
+	go func() {
+		for g.timer.Wait() == nil {
+			fired <- struct{}{}
+		}
+	}()
+	hold, worker := g.groups[groupHold], g.groups[groupWorker]
+	for {
+		select {
+		case m, ok := <-mainIn:
+			if !ok {
+				// The supervisor is gone: nobody is left to read events or print, so
+				// contain everything now, within the grace.
+				g.containAll()
+				return 0
+			}
+			if m.Op == opExit {
+				g.containAll()
+				_ = g.main.send(msg{Op: opExit, Reply: true})
+				return 0
+			}
+			_ = g.main.send(g.handle(m))
+		case m, ok := <-hold.in:
+			hold.in = g.fromShim(hold, m, ok)
+		case m, ok := <-worker.in:
+			worker.in = g.fromShim(worker, m, ok)
+		case <-fired:
+			g.expire()
+		}
+	}
+}
+
+// fromShim forwards a group's exit and treats a shim that dies before we killed it
+// as a breach: its orphans have re-parented to us and are killed at once.
+func (g *guardian) fromShim(grp *shimGroup, m msg, ok bool) <-chan msg {
+	if ok {
+		if m.Op == opExited {
+			_ = g.main.send(msg{Op: opExited, Group: grp.name, Code: m.Code, Signal: m.Signal})
+		}
+		return grp.in
+	}
+	if !grp.closed {
+		rep := g.contain(grp, time.Now())
+		_ = g.main.send(msg{Op: opExited, Group: grp.name, Code: -1,
+			Err: "the process rooting the " + grp.name + " group died unexpectedly; its processes were killed", Report: &rep})
+	}
+	return nil // a nil channel is never ready again
+}
+
+func (g *guardian) handle(m msg) msg {
+	reply := msg{Op: m.Op, Reply: true}
+	switch m.Op {
+	case opArm:
+		if err := g.arm(m); err != nil {
+			reply.Err = err.Error()
+		}
+	case opStart:
+		pid, err := g.startWorker(m)
+		reply.Pid = pid
+		if err != nil {
+			reply.Err = err.Error()
+		}
+	case opContain:
+		grp := g.groups[m.Group]
+		if grp == nil {
+			reply.Err = "unknown group " + m.Group
+			break
+		}
+		rep := g.contain(grp, g.termUntil(grp))
+		reply.Report = &rep
+	case opRelease:
+		if grp := g.groups[groupHold]; !grp.closed {
+			_ = grp.conn.send(msg{Op: opRelease})
+		}
+	default:
+		reply.Err = "unknown request " + m.Op
+	}
+	return reply
+}
+
+// arm accepts deadline generation gen+1 only: a deadline that already fired is
+// terminal, and a renewal never moves an expired deadline back into the future.
+func (g *guardian) arm(m msg) error {
+	now, err := platform.ContinuousMillis()
+	if err != nil {
+		return err
+	}
+	switch {
+	case g.expired:
+		return errors.New("the authority deadline already expired")
+	case m.Gen != g.gen+1:
+		return fmt.Errorf("deadline generation %d does not follow %d", m.Gen, g.gen)
+	case m.FireMs <= now:
+		return errors.New("the deadline is already in the past")
+	case m.KillMs < m.FireMs:
+		return errors.New("the kill time precedes the deadline")
+	case g.gen > 0 && g.fireMs <= now:
+		return errors.New("the previous deadline already passed")
+	}
+	if err := g.timer.Set(m.FireMs); err != nil {
+		return err
+	}
+	g.gen, g.fireMs, g.killMs = m.Gen, m.FireMs, m.KillMs
+	return nil
+}
+
+func (g *guardian) startWorker(m msg) (int, error) {
+	grp := g.groups[groupWorker]
+	now, err := platform.ContinuousMillis()
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case grp.closed || grp.started:
+		return 0, errors.New("the worker group was already used")
+	case g.gen == 0 || g.expired || now >= g.fireMs:
+		return 0, errors.New("no live authority deadline")
+	}
+	grp.started = true
+	if err := grp.conn.send(msg{Op: opStart, Env: m.Env, FireMs: g.fireMs}); err != nil {
+		return 0, err
+	}
+	select {
+	case r, ok := <-grp.in:
+		if !ok {
+			return 0, errors.New("the worker group's root process died")
+		}
+		if r.Err != "" {
+			return 0, errors.New(r.Err)
+		}
+		return r.Pid, nil
+	case <-time.After(10 * time.Second):
+		return 0, errors.New("the worker group did not confirm the start")
+	}
+}
+
+// termUntil is when a group's graceful TERM ends: the grace from now, but for the
+// worker never later than the armed kill time, so a late stop gains no extra time.
+func (g *guardian) termUntil(grp *shimGroup) time.Time {
+	until := time.Now().Add(g.grace)
+	if grp.name == groupWorker && g.gen > 0 {
+		if now, err := platform.ContinuousMillis(); err == nil {
+			if kill := time.Now().Add(time.Duration(g.killMs-now) * time.Millisecond); kill.Before(until) {
+				until = kill
+			}
+		}
+	}
+	return until
+}
+
+// expire runs when the armed deadline fires: the worker group is contained on the
+// guardian's own clock, whatever the supervisor is doing (or whether it is frozen).
+func (g *guardian) expire() {
+	now, err := platform.ContinuousMillis()
+	if err == nil && g.gen > 0 && now < g.fireMs {
+		return // re-armed to a later deadline after this expiry was queued
+	}
+	g.expired = true
+	grp := g.groups[groupWorker]
+	rep := g.contain(grp, g.termUntil(grp))
+	_ = g.main.send(msg{Op: opExpired, Gen: g.gen, Report: &rep})
+}
+
+// contain proves a group's tree empty and then kills and reaps the shim that rooted
+// it. If the shim is already gone, its orphans are ours: everything below the
+// guardian except the other groups' healthy shims is swept instead.
+func (g *guardian) contain(grp *shimGroup, termUntil time.Time) Report {
+	if grp.closed {
+		return grp.report
+	}
+	root, skip := g.rootOf(grp)
+	return g.sweep(grp, root, skip, termUntil)
+}
+
+func (g *guardian) rootOf(grp *shimGroup) (int, []int) {
+	select {
+	case <-grp.gone:
+	default:
+		return grp.pid, nil
+	}
+	var skip []int
+	for _, other := range g.groups {
+		if other != grp && !other.closed {
+			skip = append(skip, other.pid)
+		}
+	}
+	return os.Getpid(), skip
+}
+
+// sweep touches only grp, so containAll may run one per group concurrently.
+func (g *guardian) sweep(grp *shimGroup, root int, skip []int, termUntil time.Time) Report {
+	rep := newSweeper().terminate(root, skip, termUntil, g.proof, os.Stderr)
+	if rep.ProvenEmpty {
+		g.killShim(grp)
+		grp.closed = true
+	}
+	grp.report = rep
+	return rep
+}
+
+// killShim kills a shim whose tree is proven empty and waits (bounded) until it is
+// reaped. The pid is our own unreaped child while the lock is held.
+func (g *guardian) killShim(grp *shimGroup) {
+	g.mu.Lock()
+	select {
+	case <-grp.gone:
+	default:
+		_ = unix.Kill(grp.pid, syscall.SIGKILL)
+	}
+	g.mu.Unlock()
+	select {
+	case <-grp.gone:
+	case <-time.After(2 * time.Second):
+	}
+	_ = grp.conn.close()
+}
+
+// containAll contains both groups at once (the supervisor died or is done), then
+// sweeps anything else left below the guardian.
+func (g *guardian) containAll() {
+	var wg sync.WaitGroup
+	for _, grp := range g.groups {
+		if grp.closed {
+			continue
+		}
+		until := g.termUntil(grp)
+		root, skip := g.rootOf(grp)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.sweep(grp, root, skip, until)
+		}()
+	}
+	wg.Wait()
+	newSweeper().terminate(os.Getpid(), nil, time.Now(), g.proof, os.Stderr)
+}

@@ -1,0 +1,89 @@
+//go:build unix
+
+package contain
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// errGuardianLost means the guardian died, froze or stopped answering.
+var errGuardianLost = errors.New("the guardian process is unavailable")
+
+// link is the supervisor's side of its socket to the guardian. Requests are made
+// one at a time from the lifecycle goroutine; notifications arrive on notes.
+type link struct {
+	c       *conn
+	pid     int
+	replies chan msg
+	notes   chan msg
+	dead    chan struct{} // the socket closed: the guardian exited or was killed
+	mu      sync.Mutex    // held by the reaper around each wait
+	reaped  chan struct{}
+}
+
+func newLink() *link {
+	return &link{replies: make(chan msg, 1), notes: make(chan msg, 16),
+		dead: make(chan struct{}), reaped: make(chan struct{})}
+}
+
+// attach starts delivering the guardian's messages.
+func (l *link) attach(c *conn) {
+	l.c = c
+	go func() {
+		for m := range c.pump() {
+			if m.Reply {
+				l.replies <- m
+			} else {
+				l.notes <- m
+			}
+		}
+		close(l.dead)
+	}()
+}
+
+// onReaped is the reaper callback (runs under l.mu).
+func (l *link) onReapedLocked(pid int, _ unix.WaitStatus) {
+	if pid == l.pid {
+		close(l.reaped)
+		l.pid = 0
+	}
+}
+
+func (l *link) call(m msg, timeout time.Duration) (msg, error) {
+	if err := l.c.send(m); err != nil {
+		return msg{}, fmt.Errorf("%w: %w", errGuardianLost, err)
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case r := <-l.replies:
+		if r.Err != "" {
+			return r, errors.New(r.Err)
+		}
+		return r, nil
+	case <-l.dead:
+		return msg{}, errGuardianLost
+	case <-t.C:
+		return msg{}, fmt.Errorf("%w: no answer to %s within %v", errGuardianLost, m.Op, timeout)
+	}
+}
+
+// kill ends a guardian that is frozen or misbehaving. It is our unreaped child
+// while l.mu is held, so its pid cannot have been recycled.
+func (l *link) kill() {
+	l.mu.Lock()
+	if l.pid != 0 {
+		_ = unix.Kill(l.pid, syscall.SIGKILL)
+	}
+	l.mu.Unlock()
+	select {
+	case <-l.reaped:
+	case <-time.After(2 * time.Second):
+	}
+}

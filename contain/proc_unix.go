@@ -1,0 +1,129 @@
+//go:build unix
+
+package contain
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Hidden argv[1] values that turn the supervisor binary into one of its helper
+// processes. They are internal, not a user interface.
+const (
+	GuardianArg = "__octostore-guardian"
+	ShimArg     = "__octostore-shim"
+)
+
+// Inherited descriptor numbers of the helper processes.
+const (
+	fdCtl    = 3 // socketpair to the parent helper
+	fdOut    = 4 // the child's stdout: hold -> event pipe, worker -> chosen output
+	fdErr    = 5 // the child's stderr
+	fdWorker = 6 // guardian only: the worker's output, handed on to the worker shim
+)
+
+// adoptInherited marks inherited descriptors close-on-exec. They arrive without
+// the flag (dup2 clears it), and a descriptor that leaked into a worker would hand
+// it the event pipe or a control channel to forge.
+func adoptInherited(fds ...int) {
+	for _, fd := range fds {
+		unix.CloseOnExec(fd)
+	}
+}
+
+// absorbSignals keeps a helper alive through the TERM/INT/HUP a group signal or a
+// careless caller sends. A Go handler (not SIG_IGN) is used on purpose: handled
+// signals reset to default across exec, ignored ones would be inherited by the
+// worker and make it deaf to our graceful TERM.
+func absorbSignals() {
+	ch := make(chan os.Signal, 8)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
+	go func() {
+		for range ch {
+		}
+	}()
+}
+
+// reaper reaps every child of this process (direct ones and re-parented orphans)
+// whenever SIGCHLD arrives and hands each status to watch. Each wait4 and its watch
+// call run under lock, so code that signals a child by pid under the same lock
+// knows the pid is still unreaped and cannot have been recycled. Nothing else in
+// the process may call wait.
+func reaper(lock sync.Locker, watch func(pid int, ws unix.WaitStatus)) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGCHLD)
+	reapOne := func() bool {
+		lock.Lock()
+		defer lock.Unlock()
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		if pid <= 0 || err != nil {
+			return false
+		}
+		watch(pid, ws)
+		return true
+	}
+	reap := func() {
+		for reapOne() {
+		}
+	}
+	go func() {
+		reap() // children that died before Notify took effect
+		for range ch {
+			reap()
+		}
+	}()
+}
+
+// exitCodeOf maps a wait status to the shell convention (128+signal when killed).
+func exitCodeOf(ws unix.WaitStatus) (code, sig int) {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal()), int(ws.Signal())
+	}
+	return ws.ExitStatus(), 0
+}
+
+// socketpair returns two connected stream sockets, both close-on-exec.
+func socketpair() (*os.File, *os.File, error) {
+	// Not every unix has SOCK_CLOEXEC; holding ForkLock keeps a concurrent
+	// StartProcess from inheriting the pair before the flag is set.
+	syscall.ForkLock.RLock()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err == nil {
+		unix.CloseOnExec(fds[0])
+		unix.CloseOnExec(fds[1])
+	}
+	syscall.ForkLock.RUnlock()
+	if err != nil {
+		return nil, nil, fmt.Errorf("socketpair: %w", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "ctl"), os.NewFile(uintptr(fds[1]), "ctl-peer"), nil
+}
+
+// startHelper re-executes this binary as a helper with the given descriptors as
+// fds 0..n and its own process group.
+func startHelper(arg string, files []*os.File, setsid bool) (int, error) {
+	exe, err := selfExe()
+	if err != nil {
+		return 0, err
+	}
+	fds := make([]uintptr, len(files))
+	for i, f := range files {
+		fds[i] = f.Fd()
+	}
+	attr := &syscall.ProcAttr{
+		Env:   []string{"GOTRACEBACK=single", "GOMAXPROCS=2"},
+		Files: fds,
+		Sys:   &syscall.SysProcAttr{Setsid: setsid, Setpgid: !setsid},
+	}
+	pid, _, err := syscall.StartProcess(exe, []string{"octostore-supervisor", arg}, attr)
+	if err != nil {
+		return 0, fmt.Errorf("start %s: %w", arg, err)
+	}
+	return pid, nil
+}

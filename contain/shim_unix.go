@@ -1,0 +1,174 @@
+//go:build unix
+
+package contain
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/octostore-supervisor/supervisor/platform"
+)
+
+// ShimMain is the root of one protected group (the hold's or the worker's). The
+// guardian starts it in a new process group; it makes itself a child subreaper so
+// every orphan of its tree re-parents to it, starts the group's program when told,
+// reaps everything, and reports the program's exit. It never exits on its own while
+// its tree may hold anything: the guardian kills it after proving the tree empty.
+// If the guardian disappears it kills its own tree first (fail closed).
+func ShimMain() int {
+	adoptInherited(fdCtl, fdOut, fdErr)
+	if err := platform.BecomeSubreaper(); err != nil {
+		fmt.Fprintf(os.Stderr, "octostore-supervisor shim: %v\n", err)
+		return ExitSoftware
+	}
+	_ = platform.SetNonDumpable()
+	absorbSignals()
+
+	c := newConn(os.NewFile(fdCtl, "ctl"))
+	w := &watched{report: func(pid int, ws unix.WaitStatus) {
+		code, sig := exitCodeOf(ws)
+		_ = c.send(msg{Op: opExited, Code: code, Signal: sig, Pid: pid})
+	}}
+	reaper(&w.mu, w.reaped)
+
+	in := c.pump()
+	var prog msg
+	for m := range in {
+		switch m.Op {
+		case opInit:
+			prog = m
+			if !m.Gated { // the hold starts at once; the worker waits for opStart
+				pid, err := startProgram(prog.Argv, prog.Env, false, 0)
+				w.watch(pid)
+				reply := msg{Op: opReady, Reply: true, Pid: pid}
+				if err != nil {
+					reply.Err = err.Error()
+				}
+				_ = c.send(reply)
+				continue
+			}
+			_ = c.send(msg{Op: opReady, Reply: true})
+		case opStart:
+			env := append(append([]string(nil), prog.Env...), m.Env...)
+			pid, err := startProgram(prog.Argv, env, true, m.FireMs)
+			w.watch(pid)
+			reply := msg{Op: opStart, Reply: true, Pid: pid}
+			if err != nil {
+				reply.Err = err.Error()
+			}
+			_ = c.send(reply)
+		case opRelease:
+			w.signal(syscall.SIGTERM)
+		}
+	}
+	// The guardian is gone (or told us to go): nothing may outlive this group.
+	s := newSweeper()
+	s.terminate(os.Getpid(), nil, time.Now(), DefaultProofBound, os.Stderr)
+	return 0
+}
+
+// startProgram runs the group's program with stdin /dev/null and the inherited
+// output descriptors. A gated start re-checks the armed deadline on the continuous
+// clock first, so a supervisor frozen at the gate cannot release work late.
+func startProgram(argv, env []string, noNewPrivs bool, fireMs int64) (int, error) {
+	if fireMs > 0 {
+		now, err := platform.ContinuousMillis()
+		if err != nil {
+			return 0, err
+		}
+		if now >= fireMs {
+			return 0, fmt.Errorf("deadline passed before the worker could start")
+		}
+	}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return 0, fmt.Errorf("open %s: %w", os.DevNull, err)
+	}
+	defer devnull.Close()
+	type result struct {
+		pid int
+		err error
+	}
+	done := make(chan result, 1)
+	// no_new_privs is a property of the thread that forks: set it on a thread of
+	// our own that is thrown away afterwards (the goroutine exits still locked).
+	go func() {
+		runtime.LockOSThread()
+		if noNewPrivs {
+			if err := platform.SetNoNewPrivs(); err != nil {
+				done <- result{0, err}
+				return
+			}
+		}
+		pid, _, err := syscall.StartProcess(argv[0], argv, &syscall.ProcAttr{
+			Env:   env,
+			Files: []uintptr{devnull.Fd(), fdOut, fdErr},
+		})
+		done <- result{pid, err}
+	}()
+	r := <-done
+	// The child has its copies; ours would keep the event pipe open after the hold
+	// exits and hide its end-of-stream from the supervisor.
+	unix.Close(fdOut)
+	unix.Close(fdErr)
+	if r.err != nil {
+		return 0, fmt.Errorf("start %s: %w", argv[0], r.err)
+	}
+	return r.pid, nil
+}
+
+// watched is the one program a shim started. Its exit may be reaped before
+// StartProcess has even returned its pid, so statuses of unknown pids are kept
+// until watch claims them.
+type watched struct {
+	mu     sync.Mutex
+	pid    int
+	done   bool
+	early  map[int]unix.WaitStatus
+	report func(pid int, ws unix.WaitStatus)
+}
+
+// reaped runs under w.mu (held by the reaper).
+func (w *watched) reaped(pid int, ws unix.WaitStatus) {
+	if pid == w.pid {
+		w.done = true
+		w.report(pid, ws)
+		return
+	}
+	if w.pid == 0 {
+		if w.early == nil {
+			w.early = make(map[int]unix.WaitStatus)
+		}
+		w.early[pid] = ws
+	}
+}
+
+func (w *watched) watch(pid int) {
+	if pid == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pid = pid
+	if ws, ok := w.early[pid]; ok {
+		w.done = true
+		w.report(pid, ws)
+	}
+	w.early = nil
+}
+
+// signal sends sig to the program while it is unreaped: its pid cannot have been
+// recycled, and the lock keeps the reaper from reaping it in between.
+func (w *watched) signal(sig syscall.Signal) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pid != 0 && !w.done {
+		_ = unix.Kill(w.pid, sig)
+	}
+}

@@ -1,0 +1,132 @@
+//go:build unix
+
+package contain
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"syscall"
+	"time"
+
+	"github.com/octostore-supervisor/supervisor/platform"
+)
+
+// BackendProcessGroup is the name reported for this backend.
+const BackendProcessGroup = "process-group"
+
+// sweeper tears down every descendant of one root process. The root is a shim (or
+// the guardian, or the supervisor in a fallback) that is a child subreaper: an
+// orphan anywhere below it - a double-forked daemon, a setsid escaper - re-parents
+// to it instead of PID 1, so walking parent links from the root finds the whole
+// tree, whatever sessions or process groups its members moved to.
+//
+// It never forks or execs, so a worker that exhausts pids cannot make teardown fail
+// open, and it signals only through platform.ProcReader.Signal, which cannot reach a
+// recycled pid.
+type sweeper struct {
+	r    *platform.ProcReader
+	buf  []platform.Proc
+	seen map[procKey]struct{}
+}
+
+type procKey struct {
+	pid   int
+	start uint64
+}
+
+func newSweeper() *sweeper {
+	return &sweeper{r: platform.NewProcReader(), seen: make(map[procKey]struct{})}
+}
+
+// alive returns the descendants of root that can still run (zombies excluded).
+func (s *sweeper) alive(root int, skip []int) ([]platform.Proc, error) {
+	var err error
+	s.buf, err = s.r.Descendants(root, s.buf[:0], skip...)
+	if err != nil {
+		return nil, err
+	}
+	live := s.buf[:0]
+	for _, p := range s.buf {
+		if !p.Dead() {
+			live = append(live, p)
+		}
+	}
+	return live, nil
+}
+
+func (s *sweeper) signalAll(procs []platform.Proc, sig syscall.Signal) error {
+	var firstErr error
+	for _, p := range procs {
+		s.seen[procKey{p.Pid, p.StartTicks}] = struct{}{}
+		if err := s.r.Signal(p, sig); err != nil && !errors.Is(err, platform.ErrNoProcess) && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return firstErr
+}
+
+// terminate ends the tree below root: SIGTERM to every member, wait until they are
+// all gone or termUntil passes, then sweeps of SIGSTOP-everything-then-SIGKILL-
+// everything until a scan finds no live member, then waits up to proofBound for
+// the kernel to show nothing alive. Stopping before killing freezes a fork storm:
+// a stopped process cannot fork, so each sweep shrinks the set it has to chase.
+// Subtrees rooted at skip (a sibling group's healthy shim) are left alone.
+func (s *sweeper) terminate(root int, skip []int, termUntil time.Time, proofBound time.Duration, diag io.Writer) (rep Report) {
+	start := time.Now()
+	rep.Backend = BackendProcessGroup
+	defer func() {
+		rep.Killed = len(s.seen)
+		rep.DurationMs = time.Since(start).Milliseconds()
+	}()
+
+	live, err := s.alive(root, skip)
+	if err == nil && len(live) > 0 && time.Now().Before(termUntil) {
+		err = s.signalAll(live, syscall.SIGTERM)
+		// Poll quickly at first: a TERM-obedient worker is usually gone within a
+		// few milliseconds and the terminal line is waiting on this proof.
+		for step := time.Millisecond; err == nil && time.Now().Before(termUntil); step = min(step*2, 10*time.Millisecond) {
+			if live, err = s.alive(root, skip); err != nil || len(live) == 0 {
+				break
+			}
+			// Members forked after the first TERM get theirs too.
+			_ = s.signalAll(live, syscall.SIGTERM)
+			time.Sleep(min(step, time.Until(termUntil)))
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(diag, "octostore-supervisor: scanning processes during teardown: %v\n", err)
+	}
+
+	proofUntil := time.Now().Add(proofBound)
+	for {
+		live, err = s.alive(root, skip)
+		if err != nil {
+			fmt.Fprintf(diag, "octostore-supervisor: scanning processes during teardown: %v\n", err)
+		} else if len(live) == 0 {
+			rep.ProvenEmpty = true
+			return rep
+		}
+		if time.Now().After(proofUntil) {
+			break
+		}
+		if err == nil {
+			_ = s.signalAll(live, syscall.SIGSTOP)
+			// A member may have forked between the scan and its SIGSTOP; the next
+			// scan finds the child, and the loop runs until a scan is empty.
+			_ = s.signalAll(live, syscall.SIGKILL)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for _, p := range live {
+		rep.Survivors = append(rep.Survivors, Survivor{Pid: p.Pid, State: string(p.State), Command: commandOf(p)})
+	}
+	return rep
+}
+
+func commandOf(p platform.Proc) string {
+	if c := platform.Cmdline(p.Pid); c != "" {
+		return c
+	}
+	return p.Comm
+}

@@ -1,0 +1,105 @@
+package contain
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// msg is one message between supervisor, guardian and shims. The channels are
+// anonymous socketpairs inherited at start; nothing else in the system can write to
+// them, so unlike the reference's files and FIFOs they cannot be forged by a worker.
+type msg struct {
+	Op    string `json:"op"`
+	Reply bool   `json:"reply,omitempty"` // answers the one outstanding request
+	Group string `json:"group,omitempty"`
+	Err   string `json:"err,omitempty"`
+
+	Gen    uint64 `json:"gen,omitempty"`
+	FireMs int64  `json:"fire_ms,omitempty"`
+	KillMs int64  `json:"kill_ms,omitempty"`
+
+	Gated      bool     `json:"gated,omitempty"`
+	Argv       []string `json:"argv,omitempty"`
+	Env        []string `json:"env,omitempty"`
+	WorkerArgv []string `json:"worker_argv,omitempty"`
+	WorkerEnv  []string `json:"worker_env,omitempty"`
+	GraceMs    int64    `json:"grace_ms,omitempty"`
+	ProofMs    int64    `json:"proof_ms,omitempty"`
+
+	Pid    int     `json:"pid,omitempty"`
+	Code   int     `json:"code"`
+	Signal int     `json:"signal,omitempty"`
+	Report *Report `json:"report,omitempty"`
+}
+
+// Operations.
+const (
+	opInit     = "init"     // supervisor -> guardian, guardian -> shim
+	opReady    = "ready"    // reply to init
+	opArm      = "arm"      // supervisor -> guardian: a new deadline generation
+	opStart    = "start"    // start the gated worker
+	opContain  = "contain"  // tear a group down and prove it empty
+	opRelease  = "release"  // SIGTERM the hold's own process so it can release the lease
+	opExit     = "exit"     // orderly end
+	opExited   = "exited"   // a group's main process ended (notification)
+	opExpired  = "expired"  // the armed deadline fired; the worker group was contained (notification)
+	opProblems = "problems" // guardian/shim diagnostic for the supervisor's stderr
+)
+
+// conn is a JSON-lines channel. Writes are serialised; reads happen on one goroutine.
+type conn struct {
+	mu sync.Mutex
+	w  io.Writer
+	r  *bufio.Reader
+	c  io.Closer
+}
+
+func newConn(rwc io.ReadWriteCloser) *conn {
+	return &conn{w: rwc, r: bufio.NewReaderSize(rwc, 64<<10), c: rwc}
+}
+
+func (c *conn) send(m msg) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode %s message: %w", m.Op, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("send %s message: %w", m.Op, err)
+	}
+	return nil
+}
+
+func (c *conn) recv() (msg, error) {
+	line, err := c.r.ReadBytes('\n')
+	if err != nil {
+		return msg{}, err
+	}
+	var m msg
+	if err := json.Unmarshal(line, &m); err != nil {
+		return msg{}, fmt.Errorf("decode message: %w", err)
+	}
+	return m, nil
+}
+
+func (c *conn) close() error { return c.c.Close() }
+
+// pump reads messages until EOF and delivers them; the channel is closed at the end.
+func (c *conn) pump() <-chan msg {
+	ch := make(chan msg, 16)
+	go func() {
+		defer close(ch)
+		for {
+			m, err := c.recv()
+			if err != nil {
+				return
+			}
+			ch <- m
+		}
+	}()
+	return ch
+}

@@ -1,0 +1,11 @@
+// Package events owns the hold JSONL schema as the supervisor sees it: it
+// parses and validates hold lines one at a time against the stream state, does
+// the authority freshness and deadline arithmetic, and encodes the
+// supervisor's own stdout lines byte for byte.
+//
+// It is pure on purpose so every rule can be tested with fixed inputs: it must
+// not start processes, read clocks (callers pass a Clocks sample taken at
+// receipt), or print anything. Errors carry the one-line stderr message and
+// wrap ErrInvalid (exit 70) or ErrDoubt (exit 20) so the caller only has to map
+// the class to an exit code.
+package events

@@ -1,0 +1,156 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+)
+
+// source marks the supervisor's own lines; the worker shares stdout, so
+// consumers need it to tell the two apart (it is not proof of origin).
+const source = "octostore-supervisor"
+
+// Containment reports how the protected groups were proven empty.
+type Containment struct {
+	Backend     string
+	ProvenEmpty bool
+	Killed      int
+	DurationMs  int64
+}
+
+// Line is one supervisor stdout line. Optional fields are omitted when unset,
+// never written as null.
+type Line struct {
+	Sequence       uint64
+	Event          string
+	Kind           Kind
+	Name           string
+	CandidateID    *string
+	Term           *uint64
+	ReasonCode     string
+	WorkerExitCode *int
+	Containment    *Containment
+}
+
+// LineFor re-emits an accepted hold event. candidate_id is kept only for
+// elections because locks carry no candidate identity.
+func LineFor(ev Event) Line {
+	l := Line{
+		Sequence:   ev.Sequence,
+		Event:      ev.Event,
+		Kind:       ev.Kind,
+		Name:       ev.Name,
+		ReasonCode: ev.ReasonCode,
+	}
+	if ev.Kind == Election && ev.CandidateID != nil {
+		c := *ev.CandidateID
+		l.CandidateID = &c
+	}
+	if ev.Term != nil {
+		t := *ev.Term
+		l.Term = &t
+	}
+	return l
+}
+
+// Encode returns the compact line with its trailing newline. The key order is
+// written out by hand because downstream scripts match exact substrings and
+// the order is part of the contract, not an accident of struct layout.
+func (l Line) Encode() []byte {
+	w := newLineWriter()
+	w.raw(`{"schema_version":1,"source":`)
+	w.str(source)
+	w.raw(`,"sequence":`)
+	w.raw(strconv.FormatUint(l.Sequence, 10))
+	w.raw(`,"event":`)
+	w.str(l.Event)
+	w.raw(`,"kind":`)
+	w.str(string(l.Kind))
+	w.raw(`,"name":`)
+	w.str(l.Name)
+	if l.CandidateID != nil {
+		w.raw(`,"candidate_id":`)
+		w.str(*l.CandidateID)
+	}
+	if l.Term != nil {
+		w.raw(`,"term":`)
+		w.raw(strconv.FormatUint(*l.Term, 10))
+	}
+	if l.ReasonCode != "" {
+		w.raw(`,"reason_code":`)
+		w.str(l.ReasonCode)
+	}
+	if l.WorkerExitCode != nil {
+		w.raw(`,"worker_exit_code":`)
+		w.raw(strconv.Itoa(*l.WorkerExitCode))
+	}
+	if c := l.Containment; c != nil {
+		w.raw(`,"containment":{"backend":`)
+		w.str(c.Backend)
+		w.raw(`,"proven_empty":`)
+		w.raw(strconv.FormatBool(c.ProvenEmpty))
+		w.raw(`,"killed":`)
+		w.raw(strconv.Itoa(c.Killed))
+		w.raw(`,"duration_ms":`)
+		w.raw(strconv.FormatInt(c.DurationMs, 10))
+		w.raw(`}`)
+	}
+	w.raw("}\n")
+	return w.out.Bytes()
+}
+
+// lineWriter reuses one Encoder for every string of a line; it is built per
+// call so Encode stays free of shared state.
+type lineWriter struct {
+	out     bytes.Buffer
+	scratch bytes.Buffer
+	enc     *json.Encoder
+}
+
+func newLineWriter() *lineWriter {
+	w := &lineWriter{}
+	w.enc = json.NewEncoder(&w.scratch)
+	// serde_json (the hold's encoder) leaves < > & alone; so must we.
+	w.enc.SetEscapeHTML(false)
+	return w
+}
+
+func (w *lineWriter) raw(s string) { w.out.WriteString(s) }
+
+func (w *lineWriter) str(s string) {
+	w.scratch.Reset()
+	// Encoding a string cannot fail: invalid UTF-8 becomes U+FFFD.
+	_ = w.enc.Encode(s)
+	b := bytes.TrimSuffix(w.scratch.Bytes(), []byte("\n"))
+	w.out.Write(unescapeLineSeparators(b))
+}
+
+// unescapeLineSeparators undoes the one place Go's encoder still differs from
+// serde_json with HTML escaping off: it writes U+2028/U+2029 as \u2028/\u2029,
+// serde_json writes them raw. It walks escapes pairwise so an escaped
+// backslash followed by "u2028" text is left alone.
+func unescapeLineSeparators(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u202`)) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		switch string(b[i:min(i+6, len(b))]) {
+		case `\u2028`:
+			out = append(out, "\u2028"...)
+			i += 5
+			continue
+		case `\u2029`:
+			out = append(out, "\u2029"...)
+			i += 5
+			continue
+		}
+		out = append(out, b[i], b[i+1])
+		i++
+	}
+	return out
+}

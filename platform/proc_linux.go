@@ -1,0 +1,232 @@
+package platform
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Proc is one process as the kernel reported it in a single read of
+// /proc/PID/stat. Pid plus StartTicks identifies a process for its whole life:
+// a recycled pid always comes back with a later start time.
+type Proc struct {
+	Pid        int
+	PPid       int
+	Pgid       int
+	Sid        int
+	State      byte // R, S, D, T, t, Z, X, ...
+	StartTicks uint64
+	Comm       string
+}
+
+// Dead reports whether the process can no longer run: a zombie waiting to be
+// reaped, or one already being torn down. Zombies are not survivors.
+func (p Proc) Dead() bool { return p.State == 'Z' || p.State == 'X' || p.State == 'x' }
+
+// ProcReader reads /proc with one reusable buffer. gopsutil reads /proc/PID/stat
+// again for every field it returns, so ppid, state and start time would come from
+// different instants; the teardown path needs them from one read, because that
+// tuple is what proves a pid still names the process we decided to signal. It also
+// allocates per process, which matters when a 5000-process tree is swept in a loop.
+type ProcReader struct {
+	buf  []byte
+	dirb []byte
+}
+
+// NewProcReader returns a reader; it is not safe for concurrent use.
+func NewProcReader() *ProcReader {
+	return &ProcReader{buf: make([]byte, 4096), dirb: make([]byte, 64<<10)}
+}
+
+// ErrNoProcess means the pid does not exist (any more).
+var ErrNoProcess = errors.New("no such process")
+
+// Stat reads /proc/PID/stat.
+func (r *ProcReader) Stat(pid int) (Proc, error) {
+	var path [32]byte
+	p := append(path[:0], "/proc/"...)
+	p = strconv.AppendInt(p, int64(pid), 10)
+	p = append(p, "/stat"...)
+	fd, err := unix.Open(string(p), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+			return Proc{}, ErrNoProcess
+		}
+		return Proc{}, fmt.Errorf("open /proc/%d/stat: %w", pid, err)
+	}
+	n, err := unix.Read(fd, r.buf)
+	unix.Close(fd)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return Proc{}, ErrNoProcess
+		}
+		return Proc{}, fmt.Errorf("read /proc/%d/stat: %w", pid, err)
+	}
+	return parseStat(pid, r.buf[:n])
+}
+
+func parseStat(pid int, b []byte) (Proc, error) {
+	// comm may contain spaces and parentheses; it ends at the last ')'.
+	open := bytes.IndexByte(b, '(')
+	end := bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open || end+2 >= len(b) {
+		return Proc{}, fmt.Errorf("parse /proc/%d/stat: unexpected format", pid)
+	}
+	p := Proc{Pid: pid, Comm: string(b[open+1 : end])}
+	fields := bytes.Fields(b[end+2:])
+	// fields[0] is field 3 (state); start time is field 22.
+	if len(fields) < 20 || len(fields[0]) != 1 {
+		return Proc{}, fmt.Errorf("parse /proc/%d/stat: too few fields", pid)
+	}
+	p.State = fields[0][0]
+	var err error
+	ints := [...]*int{&p.PPid, &p.Pgid, &p.Sid}
+	for i, dst := range ints {
+		if *dst, err = strconv.Atoi(string(fields[1+i])); err != nil {
+			return Proc{}, fmt.Errorf("parse /proc/%d/stat field %d: %w", pid, 4+i, err)
+		}
+	}
+	if p.StartTicks, err = strconv.ParseUint(string(fields[19]), 10, 64); err != nil {
+		return Proc{}, fmt.Errorf("parse /proc/%d/stat start time: %w", pid, err)
+	}
+	return p, nil
+}
+
+// Pids lists the numeric entries of /proc (thread-group leaders only), appending to dst.
+func (r *ProcReader) Pids(dst []int) ([]int, error) {
+	fd, err := unix.Open("/proc", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return dst, fmt.Errorf("open /proc: %w", err)
+	}
+	defer unix.Close(fd)
+	for {
+		n, err := unix.Getdents(fd, r.dirb)
+		if err != nil {
+			return dst, fmt.Errorf("read /proc: %w", err)
+		}
+		if n == 0 {
+			return dst, nil
+		}
+		b := r.dirb[:n]
+		for len(b) > 0 {
+			// struct linux_dirent64: ino(8) off(8) reclen(2) type(1) name...
+			reclen := int(b[16]) | int(b[17])<<8
+			name := b[19:reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if pid, ok := atoiPositive(name); ok {
+				dst = append(dst, pid)
+			}
+			b = b[reclen:]
+		}
+	}
+}
+
+func atoiPositive(b []byte) (int, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, n > 0
+}
+
+// Descendants returns every process below root, found through parent links in one
+// scan of /proc, appended to dst. Root itself is not included, nor are the skipped
+// pids and their subtrees. Processes that exit during the scan are simply absent;
+// callers loop until a scan finds nothing alive.
+func (r *ProcReader) Descendants(root int, dst []Proc, skip ...int) ([]Proc, error) {
+	pids, err := r.Pids(make([]int, 0, 512))
+	if err != nil {
+		return dst, err
+	}
+	all := make([]Proc, 0, len(pids))
+	for _, pid := range pids {
+		p, err := r.Stat(pid)
+		if err != nil {
+			if errors.Is(err, ErrNoProcess) {
+				continue
+			}
+			return dst, err
+		}
+		all = append(all, p)
+	}
+	children := make(map[int][]int, len(all))
+	idx := make(map[int]int, len(all))
+	for i, p := range all {
+		children[p.PPid] = append(children[p.PPid], p.Pid)
+		idx[p.Pid] = i
+	}
+	queue := append([]int(nil), children[root]...)
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		if slices.Contains(skip, pid) {
+			continue
+		}
+		dst = append(dst, all[idx[pid]])
+		queue = append(queue, children[pid]...)
+	}
+	return dst, nil
+}
+
+// Signal delivers sig to exactly the process p names, never to a process that
+// reused its pid: it opens a pidfd, then checks that the pid still carries p's start
+// time. If the check passes the pidfd refers to p (a pid cannot be recycled while
+// the process holding it is unreaped), and pidfd_send_signal cannot reach anyone
+// else even if p dies a moment later. It returns ErrNoProcess when p is gone.
+func (r *ProcReader) Signal(p Proc, sig syscall.Signal) error {
+	fd, err := unix.PidfdOpen(p.Pid, 0)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return ErrNoProcess
+		}
+		return fmt.Errorf("pidfd_open %d: %w", p.Pid, err)
+	}
+	defer unix.Close(fd)
+	now, err := r.Stat(p.Pid)
+	if err != nil {
+		return err
+	}
+	if now.StartTicks != p.StartTicks {
+		return ErrNoProcess
+	}
+	if err := unix.PidfdSendSignal(fd, sig, nil, 0); err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return ErrNoProcess
+		}
+		return fmt.Errorf("pidfd_send_signal %d: %w", p.Pid, err)
+	}
+	return nil
+}
+
+// Cmdline returns the command line of pid for diagnostics, NUL separators turned
+// into spaces and capped; it is best effort ("" when unreadable).
+func Cmdline(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return ""
+	}
+	b = bytes.TrimRight(b, "\x00")
+	for i := range b {
+		if b[i] == 0 {
+			b[i] = ' '
+		}
+	}
+	if len(b) > 200 {
+		b = append(b[:200], "..."...)
+	}
+	return string(b)
+}
