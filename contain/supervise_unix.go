@@ -391,6 +391,7 @@ func (r *run) renew(ev events.Event) *cause {
 	if err != nil {
 		return &cause{kind: causeDoubt, msg: "renewed authority could not replace the active deadline: " + err.Error()}
 	}
+	r.pause("pre-renew-arm")
 	if err := r.arm(dl); err != nil {
 		return &cause{kind: causeDoubt, msg: "renewed authority could not replace the active deadline: " + err.Error()}
 	}
@@ -511,6 +512,7 @@ func (r *run) finish(c cause, term *events.Event, rep Report) int {
 		r.say("terminal event withheld because containment could not be proved")
 		return ExitSoftware
 	}
+	r.pause("terminal-contained")
 	code := r.exitCode(c, term)
 	printable := c.kind == causeTerminal || c.kind == causeSignal || c.kind == causeWorkerExited
 	if printable && term != nil {

@@ -97,8 +97,7 @@ func newApp(env []string, stdout, stderr io.Writer, code *int) *cli.App {
 		ExitErrHandler:  func(*cli.Context, error) {},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
-				_ = cli.ShowAppHelp(c)
-				return usageError{"missing <election|lock>"}
+				return usageError{"missing <election|lock>\n" + usageLine}
 			}
 			return usageError{fmt.Sprintf("unknown kind %q: expected election or lock\n%s", c.Args().First(), usageLine)}
 		},

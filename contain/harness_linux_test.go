@@ -1,0 +1,418 @@
+package contain_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/octostore-supervisor/supervisor/platform"
+)
+
+// bins are built once per test binary (TestMain): the supervisor with its test
+// pause hooks compiled in, the scripted hold and the misbehaving worker.
+var bins struct{ dir, sup, hold, esc string }
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "octostore-it-")
+	if err != nil {
+		panic(err)
+	}
+	// Readable by the unprivileged user that some tests run the supervisor as.
+	_ = os.Chmod(dir, 0o755)
+	bins.dir = dir
+	bins.sup = filepath.Join(dir, "octostore-supervisor")
+	bins.hold = filepath.Join(dir, "fakehold")
+	bins.esc = filepath.Join(dir, "escaper")
+	for _, b := range [][]string{
+		{"-tags", "octostore_testhooks", "-o", bins.sup, "../cmd/octostore-supervisor"},
+		{"-o", bins.hold, "../testbin/fakehold"},
+		{"-o", bins.esc, "../testbin/escaper"},
+	} {
+		out, err := exec.Command("go", append([]string{"build"}, b...)...).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "go build %v: %v\n%s", b, err, out)
+			os.Exit(2)
+		}
+	}
+	// Orphans of anything a test started come back to us instead of PID 1, so a
+	// leak is a live descendant we can see, name and kill.
+	if err := platform.BecomeSubreaper(); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	if leaks := liveDescendants(os.Getpid()); len(leaks) > 0 {
+		fmt.Fprintf(os.Stderr, "LEAK: processes still alive after all tests:\n")
+		for _, p := range leaks {
+			fmt.Fprintf(os.Stderr, "  pid %d state %c %s\n", p.Pid, p.State, platform.Cmdline(p.Pid))
+			_ = syscall.Kill(p.Pid, syscall.SIGKILL)
+		}
+		code = 1
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func liveDescendants(root int) []platform.Proc {
+	ps, _ := platform.NewProcReader().Descendants(root, nil)
+	var live []platform.Proc
+	for _, p := range ps {
+		if !p.Dead() {
+			live = append(live, p)
+		}
+	}
+	return live
+}
+
+// sc describes one supervised run. Paths may use {dir}, the test's own directory.
+type sc struct {
+	kind    string   // election (default) or lock
+	cand    string   // default "agent" for elections, "-" for locks
+	hold    []string // fakehold flags and steps
+	worker  string   // escaper flags; "" means a cooperative worker that sleeps
+	env     []string
+	flags   []string // supervisor flags, before the kind
+	pause   string   // test hook: the supervisor SIGSTOPs itself at this point
+	setpgid bool     // start the supervisor as its own process-group leader
+	uid     uint32   // run the supervisor as this user (0: as the test)
+}
+
+// run is one supervisor process under test.
+type run struct {
+	t     *testing.T
+	dir   string
+	cmd   *exec.Cmd
+	out   *lines
+	errb  *syncBuf
+	done  chan struct{}
+	code  int
+	began time.Time
+}
+
+func start(t *testing.T, s sc) *run {
+	t.Helper()
+	dir := t.TempDir()
+	if s.uid != 0 {
+		require.NoError(t, os.Chmod(dir, 0o777))
+	}
+	expand := func(v string) string { return strings.ReplaceAll(v, "{dir}", dir) }
+	kind := s.kind
+	if kind == "" {
+		kind = "election"
+	}
+	cand := s.cand
+	if cand == "" {
+		cand = "agent"
+		if kind == "lock" {
+			cand = "-"
+		}
+	}
+	wflags := s.worker
+	if wflags == "" {
+		wflags = "--term-exits"
+	}
+	worker := filepath.Join(dir, "worker.sh")
+	script := fmt.Sprintf("#!/bin/sh\nexec %s --pidfile %s/pids --log %s/log %s\n", bins.esc, dir, dir, expand(wflags))
+	require.NoError(t, os.WriteFile(worker, []byte(script), 0o755))
+
+	args := append([]string{}, s.flags...)
+	args = append(args, kind, "room", cand, worker, "--", bins.hold, "--kind", kind, "--pidfile", dir+"/hold.pids")
+	for _, h := range s.hold {
+		args = append(args, expand(h))
+	}
+	cmd := exec.Command(bins.sup, args...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
+	for _, e := range s.env {
+		cmd.Env = append(cmd.Env, expand(e))
+	}
+	if s.pause != "" {
+		cmd.Env = append(cmd.Env, "OCTOSTORE_SUPERVISOR_TESTHOOK_PAUSE="+s.pause)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: s.setpgid}
+	if s.uid != 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: s.uid, Gid: s.uid}
+	}
+	r := &run{t: t, dir: dir, cmd: cmd, out: newLines(), errb: &syncBuf{}, done: make(chan struct{}), code: -1}
+	cmd.Stdout, cmd.Stderr = r.out, r.errb
+	require.NoError(t, cmd.Start())
+	r.began = time.Now()
+	go func() {
+		err := cmd.Wait()
+		r.code = cmd.ProcessState.ExitCode()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			r.code = 128 + int(ws.Signal())
+		}
+		_ = err
+		close(r.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-r.done:
+		default:
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-r.done
+			t.Errorf("supervisor was still running at the end of the test; stderr:\n%s", r.errb.String())
+		}
+		requireGone(t, dir)
+	})
+	return r
+}
+
+// wait returns the exit code, failing the test if the supervisor runs past limit.
+func (r *run) wait(limit time.Duration) int {
+	r.t.Helper()
+	select {
+	case <-r.done:
+		return r.code
+	case <-time.After(limit):
+		_ = r.cmd.Process.Signal(syscall.SIGCONT)
+		r.t.Fatalf("supervisor still running after %v; stdout:\n%s\nstderr:\n%s", limit, r.out.String(), r.errb.String())
+		return -1
+	}
+}
+
+func (r *run) stderr() string { return r.errb.String() }
+
+// events lists the event names printed on stdout, checking every line is a
+// supervisor line.
+func (r *run) events() []string {
+	r.t.Helper()
+	var names []string
+	for _, l := range r.out.all() {
+		var m map[string]any
+		require.NoError(r.t, json.Unmarshal([]byte(l), &m), "stdout line is not JSON: %q", l)
+		require.Equal(r.t, "octostore-supervisor", m["source"], "stdout line is not a supervisor line: %q", l)
+		names = append(names, m["event"].(string))
+	}
+	return names
+}
+
+// line returns the decoded stdout line for an event.
+func (r *run) line(event string) map[string]any {
+	r.t.Helper()
+	for _, l := range r.out.all() {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["event"] == event {
+			return m
+		}
+	}
+	r.t.Fatalf("no %q line on stdout:\n%s", event, r.out.String())
+	return nil
+}
+
+// waitEvent waits until the supervisor printed event.
+func (r *run) waitEvent(event string, limit time.Duration) {
+	r.t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		for _, l := range r.out.all() {
+			if strings.Contains(l, `"event":"`+event+`"`) {
+				return
+			}
+		}
+		select {
+		case <-r.done:
+			r.t.Fatalf("supervisor exited %d before printing %q; stderr:\n%s", r.code, event, r.errb.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	r.t.Fatalf("no %q within %v; stdout:\n%s\nstderr:\n%s", event, limit, r.out.String(), r.errb.String())
+}
+
+// waitFile waits until path exists.
+func waitFile(t *testing.T, path string, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("%s did not appear within %v", path, limit)
+}
+
+// waitStopped waits until pid is stopped (the test hook froze the supervisor).
+func waitStopped(t *testing.T, pid int, limit time.Duration) {
+	t.Helper()
+	r := platform.NewProcReader()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if p, err := r.Stat(pid); err == nil && p.State == 'T' {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("pid %d did not stop within %v", pid, limit)
+}
+
+// children returns the live direct children of pid.
+func children(pid int) []platform.Proc {
+	ps, _ := platform.NewProcReader().Descendants(pid, nil)
+	var out []platform.Proc
+	for _, p := range ps {
+		if p.PPid == pid && !p.Dead() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// guardianOf returns the guardian's pid: the supervisor's only child.
+func guardianOf(t *testing.T, sup int) int {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if c := children(sup); len(c) == 1 {
+			return c[0].Pid
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no guardian below supervisor %d", sup)
+	return 0
+}
+
+type recorded struct {
+	pid   int
+	start uint64
+	role  string
+}
+
+// pidsIn reads a pidfile written by escaper or fakehold ("PID START [ROLE]").
+func pidsIn(path string) []recorded {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []recorded
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		pid, _ := strconv.Atoi(f[0])
+		start, _ := strconv.ParseUint(f[1], 10, 64)
+		rec := recorded{pid: pid, start: start}
+		if len(f) > 2 {
+			rec.role = f[2]
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+// aliveRecorded returns the recorded processes that can still run. A zombie is
+// dead; a recycled pid (other start time) is someone else.
+func aliveRecorded(recs []recorded) []recorded {
+	r := platform.NewProcReader()
+	var alive []recorded
+	for _, rec := range recs {
+		p, err := r.Stat(rec.pid)
+		if err != nil || p.StartTicks != rec.start || p.Dead() {
+			continue
+		}
+		alive = append(alive, rec)
+	}
+	return alive
+}
+
+// requireGone proves that every process the test's worker and hold recorded is
+// dead, and that no helper of ours was orphaned to the test process. Survivors are
+// killed so one failure does not poison the rest of the suite.
+func requireGone(t *testing.T, dir string) {
+	t.Helper()
+	recs := append(pidsIn(filepath.Join(dir, "pids")), pidsIn(filepath.Join(dir, "hold.pids"))...)
+	alive := aliveRecorded(recs)
+	for _, a := range alive {
+		t.Errorf("survivor: pid %d (%s) %s", a.pid, a.role, platform.Cmdline(a.pid))
+		_ = syscall.Kill(a.pid, syscall.SIGKILL)
+	}
+	for _, c := range children(os.Getpid()) {
+		if cl := platform.Cmdline(c.Pid); strings.Contains(cl, "__octostore-") {
+			t.Errorf("orphaned helper: pid %d %s", c.Pid, cl)
+			_ = syscall.Kill(c.Pid, syscall.SIGKILL)
+		}
+	}
+	reapRecorded(recs)
+}
+
+// reapRecorded reaps recorded processes that were orphaned to the test process.
+func reapRecorded(recs []recorded) {
+	for _, rec := range recs {
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(rec.pid, &ws, unix.WNOHANG, nil)
+	}
+}
+
+// requireNeverRan asserts the worker never executed a single instruction of its own.
+func requireNeverRan(t *testing.T, r *run) {
+	t.Helper()
+	_, err := os.Stat(filepath.Join(r.dir, "log"))
+	require.True(t, os.IsNotExist(err), "the worker ran")
+	require.Empty(t, pidsIn(filepath.Join(r.dir, "pids")), "the worker ran")
+}
+
+// requireNoMarker asserts no process lived long enough to write a marker file.
+func requireNoMarker(t *testing.T, dir string) {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(dir, "marker*"))
+	require.Empty(t, m, "a protected process outlived its deadline")
+}
+
+// lines collects stdout and splits it into lines.
+type lines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func newLines() *lines { return &lines{} }
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func (l *lines) all() []string {
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(l.String()))
+	for sc.Scan() {
+		out = append(out, sc.Text())
+	}
+	return out
+}
+
+type syncBuf struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuf) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuf) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,563 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+const usage = `usage: escaper [flags]   (no arguments: flags from $ESCAPER_ARGS, split on spaces)
+  --pidfile PATH          append "PID STARTTIME ROLE" for every escaper process
+  --log PATH              append "started PID term T" (and "stopped PID" with --term-exits)
+  --env-out PATH          write the worker's environment, one KEY=VALUE per line
+  --term-exits            on SIGTERM/SIGINT/SIGHUP log "stopped PID" and exit 0
+  --ignore-signals        ignore SIGTERM/SIGINT/SIGHUP here and in every spawned process
+  --marker PATH           create PATH (and PATH.ROLE in spawned processes) after --marker-after
+  --marker-after DUR      delay before markers (default 0s)
+  --touch-ready           create $OCTOSTORE_SUPERVISOR_READY_FILE after --ready-after
+  --ready-after DUR       delay before the ready file (default 0s)
+  --exit CODE             exit with CODE after --exit-after
+  --exit-after DUR        delay before exiting (default 0s)
+  --stdout-forge          print a forged supervisor line and hello lines
+  --tamper PATH           probe supervisor state, record "ok WHAT"/"fail WHAT: err" lines
+  --setsid                worker calls setsid()
+  --setpgid               worker calls setpgid(0, 0)
+  --child                 spawn one child in the same group
+  --grandchild-setsid     child spawns a setsid() grandchild (daemon), child exits
+  --double-fork           child spawns a grandchild, child exits
+  --child-setpgid         spawn a child that leads a new process group
+  --join-group            spawn a child leading a new group; worker joins that group
+  --nohup                 spawn a child with SIGHUP ignored
+  --tree N                spawn N processes below the worker (fan-out 10), wait for all N
+  --storm N               fork N processes as fast as possible (fan-out 2)
+  --zombies N             spawn N children that exit at once and are never reaped
+`
+
+const (
+	exitUsage    = 64
+	exitSoftware = 70
+	// childFlag selects the hidden spawned-process mode; it is honoured only
+	// as the very first command-line argument.
+	childFlag = "--escaper-child="
+)
+
+var errUnsupported = errors.New("mode not supported on this OS")
+
+type options struct {
+	pidfile, logPath, envOut string
+	termExits, ignoreSignals bool
+	marker                   string
+	markerAfter              time.Duration
+	touchReady               bool
+	readyAfter               time.Duration
+	exitCode                 int
+	exitSet                  bool
+	exitAfter                time.Duration
+	stdoutForge              bool
+	tamper                   string
+	setsid, setpgid          bool
+	child, grandchildSetsid  bool
+	doubleFork, childSetpgid bool
+	joinGroup, nohup         bool
+	tree, storm, zombies     int
+}
+
+func main() {
+	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], childFlag) {
+		os.Exit(runChild(strings.TrimPrefix(os.Args[1], childFlag), os.Args[2:]))
+	}
+	args := os.Args[1:]
+	if len(args) == 0 {
+		args = strings.Fields(os.Getenv("ESCAPER_ARGS"))
+	}
+	o, err := parseArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Print(usage)
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "escaper: %v\n", err)
+		os.Exit(exitUsage)
+	}
+	os.Exit(runWorker(o))
+}
+
+func parseArgs(args []string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("escaper", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.pidfile, "pidfile", "", "")
+	fs.StringVar(&o.logPath, "log", "", "")
+	fs.StringVar(&o.envOut, "env-out", "", "")
+	fs.BoolVar(&o.termExits, "term-exits", false, "")
+	fs.BoolVar(&o.ignoreSignals, "ignore-signals", false, "")
+	fs.StringVar(&o.marker, "marker", "", "")
+	fs.DurationVar(&o.markerAfter, "marker-after", 0, "")
+	fs.BoolVar(&o.touchReady, "touch-ready", false, "")
+	fs.DurationVar(&o.readyAfter, "ready-after", 0, "")
+	fs.IntVar(&o.exitCode, "exit", 0, "")
+	fs.DurationVar(&o.exitAfter, "exit-after", 0, "")
+	fs.BoolVar(&o.stdoutForge, "stdout-forge", false, "")
+	fs.StringVar(&o.tamper, "tamper", "", "")
+	fs.BoolVar(&o.setsid, "setsid", false, "")
+	fs.BoolVar(&o.setpgid, "setpgid", false, "")
+	fs.BoolVar(&o.child, "child", false, "")
+	fs.BoolVar(&o.grandchildSetsid, "grandchild-setsid", false, "")
+	fs.BoolVar(&o.doubleFork, "double-fork", false, "")
+	fs.BoolVar(&o.childSetpgid, "child-setpgid", false, "")
+	fs.BoolVar(&o.joinGroup, "join-group", false, "")
+	fs.BoolVar(&o.nohup, "nohup", false, "")
+	fs.IntVar(&o.tree, "tree", 0, "")
+	fs.IntVar(&o.storm, "storm", 0, "")
+	fs.IntVar(&o.zombies, "zombies", 0, "")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() != 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o.exitSet = set["exit"]
+
+	need := func(dep, of string) error {
+		if set[dep] && !set[of] {
+			return fmt.Errorf("--%s needs --%s", dep, of)
+		}
+		return nil
+	}
+	for _, p := range [][2]string{{"marker-after", "marker"}, {"ready-after", "touch-ready"}, {"exit-after", "exit"}} {
+		if err := need(p[0], p[1]); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case o.termExits && o.ignoreSignals:
+		return nil, errors.New("--term-exits and --ignore-signals contradict each other")
+	case o.exitSet && (o.exitCode < 0 || o.exitCode > 255):
+		return nil, fmt.Errorf("--exit must be 0..255, got %d", o.exitCode)
+	case o.markerAfter < 0 || o.readyAfter < 0 || o.exitAfter < 0:
+		return nil, errors.New("durations must not be negative")
+	case o.tree < 0 || o.storm < 0 || o.zombies < 0:
+		return nil, errors.New("--tree, --storm and --zombies must not be negative")
+	case o.tree > 0 && o.pidfile == "":
+		return nil, errors.New("--tree needs --pidfile (readiness is counted there)")
+	case o.setsid && o.setpgid:
+		return nil, errors.New("--setsid and --setpgid are alternatives")
+	case o.setsid && o.joinGroup:
+		return nil, errors.New("--join-group cannot follow --setsid (a session leader cannot change group)")
+	}
+
+	// Unix-only modes are refused up front, by flag name, so a run on
+	// another OS fails with one clear line instead of half-way through.
+	unixOnly := []string{"setsid", "setpgid", "grandchild-setsid", "child-setpgid",
+		"join-group", "nohup", "tamper", "zombies", "ignore-signals"}
+	if !unixModes {
+		for _, n := range unixOnly {
+			if set[n] {
+				return nil, fmt.Errorf("--%s: %w", n, errUnsupported)
+			}
+		}
+	}
+	if o.pidfile != "" {
+		if _, err := selfStartTime(); err != nil {
+			return nil, fmt.Errorf("--pidfile: %w", err)
+		}
+	}
+	return o, nil
+}
+
+// conf is what a spawned process inherits from the worker.
+type conf struct {
+	ignoreSignals bool
+	pidfile       string
+	marker        string
+	markerAfter   time.Duration
+}
+
+func (o *options) conf() conf {
+	return conf{ignoreSignals: o.ignoreSignals, pidfile: o.pidfile, marker: o.marker, markerAfter: o.markerAfter}
+}
+
+// die reports a failed run-time action and exits 70: a requested escape
+// that silently did not happen would make a test pass for the wrong reason.
+func die(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "escaper: "+format+"\n", a...)
+	os.Exit(exitSoftware)
+}
+
+func runWorker(o *options) int {
+	pid := os.Getpid()
+	if o.logPath != "" {
+		if err := appendLine(o.logPath, fmt.Sprintf("started %d term %s\n", pid, os.Getenv("OCTOSTORE_FENCING_TERM"))); err != nil {
+			die("log: %v", err)
+		}
+	}
+	if o.setsid {
+		if err := setsid(); err != nil {
+			die("setsid: %v (setsid fails if the worker already leads its process group)", err)
+		}
+	}
+	if o.setpgid {
+		if err := setpgid(0, 0); err != nil {
+			die("setpgid: %v", err)
+		}
+	}
+
+	switch {
+	case o.ignoreSignals:
+		ignoreTermSignals()
+	case o.termExits:
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, termSignals...)
+		go func() {
+			<-ch
+			if o.logPath != "" {
+				_ = appendLine(o.logPath, fmt.Sprintf("stopped %d\n", pid))
+			}
+			os.Exit(0)
+		}()
+	}
+
+	if o.pidfile != "" {
+		if err := writePidLine(o.pidfile, "worker"); err != nil {
+			die("pidfile: %v", err)
+		}
+	}
+	if o.envOut != "" {
+		env := os.Environ()
+		sort.Strings(env)
+		if err := writeFileAtomic(o.envOut, []byte(strings.Join(env, "\n")+"\n")); err != nil {
+			die("env-out: %v", err)
+		}
+	}
+	if o.stdoutForge {
+		// The forged line imitates the supervisor's own output, to prove a
+		// consumer cannot trust stdout if the worker shares it.
+		os.Stdout.WriteString(`{"schema_version":1,"source":"octostore-supervisor","sequence":999,"event":"released","kind":"election","name":"room","candidate_id":"agent","term":7}` + "\n" + "worker says hello\n")
+		os.Stderr.WriteString("worker stderr hello\n")
+	}
+	if o.tamper != "" {
+		tamper(o.tamper)
+	}
+
+	spawnAll(o)
+
+	if o.marker != "" {
+		go func() {
+			time.Sleep(o.markerAfter)
+			touch(o.marker)
+		}()
+	}
+	if o.touchReady {
+		ready := os.Getenv("OCTOSTORE_SUPERVISOR_READY_FILE")
+		if ready == "" {
+			die("--touch-ready: OCTOSTORE_SUPERVISOR_READY_FILE is not set")
+		}
+		go func() {
+			time.Sleep(o.readyAfter)
+			if err := touchErr(ready); err != nil {
+				die("touch-ready: %v", err)
+			}
+		}()
+	}
+	if o.exitSet {
+		go func() {
+			time.Sleep(o.exitAfter)
+			os.Exit(o.exitCode)
+		}()
+	}
+	sleepForever()
+	return 0
+}
+
+func spawnAll(o *options) {
+	c := o.conf()
+	start := func(role string, budget int) *exec.Cmd {
+		cmd, err := spawn(role, c, budget)
+		if err != nil {
+			die("spawn %s: %v", role, err)
+		}
+		return cmd
+	}
+	reap := func(cmd *exec.Cmd) { go func() { _ = cmd.Wait() }() }
+
+	if o.child {
+		reap(start("child", 0))
+	}
+	if o.grandchildSetsid {
+		reap(start("daemonizer", 0))
+	}
+	if o.doubleFork {
+		reap(start("forker", 0))
+	}
+	if o.childSetpgid {
+		reap(start("pgchild", 0))
+	}
+	if o.nohup {
+		reap(start("nohup", 0))
+	}
+	if o.joinGroup {
+		host := start("host", 0)
+		reap(host)
+		hp := host.Process.Pid
+		// Wait until the host really leads its own group; joining earlier
+		// would put the worker into the worker's own (old) group.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if g, err := getpgid(hp); err == nil && g == hp {
+				break
+			}
+			if time.Now().After(deadline) {
+				die("join-group: host %d never led its own process group", hp)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err := setpgid(0, hp); err != nil {
+			die("join-group: setpgid(0, %d): %v", hp, err)
+		}
+	}
+	if o.zombies > 0 {
+		for i := 0; i < o.zombies; i++ {
+			// Started and deliberately never waited for: each child exits at
+			// once and stays a zombie of the worker.
+			zombieCmds = append(zombieCmds, start("zombie", 0))
+		}
+	}
+	if o.storm > 0 {
+		go spawnShares("storm", c, o.storm, 2)
+	}
+	if o.tree > 0 {
+		spawnShares("tree", c, o.tree, 10)
+		waitTree(o.pidfile, o.tree)
+	}
+}
+
+// zombieCmds keeps the zombie children referenced for the worker's lifetime.
+var zombieCmds []*exec.Cmd
+
+// spawnShares starts up to fanout children of role that together account
+// for total processes (each child counts itself and spawns its own share
+// minus one), retrying a failed fork every 10 ms.
+func spawnShares(role string, c conf, total, fanout int) {
+	for _, n := range shares(total, fanout) {
+		for {
+			cmd, err := spawn(role, c, n)
+			if err == nil {
+				go func() { _ = cmd.Wait() }()
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+func shares(total, fanout int) []int {
+	if total <= 0 {
+		return nil
+	}
+	k := min(fanout, total)
+	out := make([]int, k)
+	for i := range out {
+		out[i] = total / k
+		if i < total%k {
+			out[i]++
+		}
+	}
+	return out
+}
+
+// waitTree counts tree lines in the pidfile: each node writes its line
+// before spawning its own children, so N lines mean all N have started.
+func waitTree(pidfile string, n int) {
+	deadline := time.Now().Add(30 * time.Second)
+	got := 0
+	for time.Now().Before(deadline) {
+		got = countRole(pidfile, "tree")
+		if got >= n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	fmt.Fprintf(os.Stderr, "escaper: tree: only %d of %d processes started within 30s\n", got, n)
+}
+
+func countRole(pidfile, role string) int {
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[2] == role {
+			n++
+		}
+	}
+	return n
+}
+
+// spawn re-executes escaper in child mode. stdio is /dev/null (exec's
+// default for nil) so a surviving descendant never holds the caller's pipes.
+func spawn(role string, c conf, budget int) (*exec.Cmd, error) {
+	exe, err := selfExe()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{childFlag + role}
+	if c.ignoreSignals {
+		args = append(args, "--ignore-signals")
+	}
+	if c.pidfile != "" {
+		args = append(args, "--pidfile", c.pidfile)
+	}
+	if c.marker != "" {
+		args = append(args, "--marker", c.marker, "--marker-after", c.markerAfter.String())
+	}
+	if budget > 0 {
+		args = append(args, "--budget", strconv.Itoa(budget))
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Args[0] = os.Args[0]
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return cmd, nil
+}
+
+var childRoles = map[string]bool{
+	"child": true, "daemonizer": true, "daemon": true, "forker": true,
+	"grandchild": true, "pgchild": true, "host": true, "nohup": true,
+	"tree": true, "storm": true, "zombie": true,
+}
+
+func runChild(role string, args []string) int {
+	fs := flag.NewFlagSet("escaper-child", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var c conf
+	fs.BoolVar(&c.ignoreSignals, "ignore-signals", false, "")
+	fs.StringVar(&c.pidfile, "pidfile", "", "")
+	fs.StringVar(&c.marker, "marker", "", "")
+	fs.DurationVar(&c.markerAfter, "marker-after", 0, "")
+	budget := fs.Int("budget", 0, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || !childRoles[role] {
+		fmt.Fprintf(os.Stderr, "escaper: bad internal child invocation (role %q)\n", role)
+		return exitUsage
+	}
+	if c.ignoreSignals {
+		ignoreTermSignals()
+	}
+	switch role {
+	case "nohup":
+		ignoreHUP()
+	case "daemon":
+		if err := setsid(); err != nil {
+			return exitSoftware
+		}
+	case "pgchild", "host":
+		if err := setpgid(0, 0); err != nil {
+			return exitSoftware
+		}
+	}
+	// The pidfile line comes last, after signals and group changes, so a
+	// reader can treat it as "this process is set up".
+	if c.pidfile != "" {
+		if err := writePidLine(c.pidfile, role); err != nil {
+			return exitSoftware
+		}
+	}
+	switch role {
+	case "zombie":
+		return 0
+	case "daemonizer", "forker":
+		next := "daemon"
+		if role == "forker" {
+			next = "grandchild"
+		}
+		// Classic daemonize: start the grandchild and exit without waiting,
+		// so it is reparented away from the worker's tree.
+		if _, err := spawn(next, c, 0); err != nil {
+			return exitSoftware
+		}
+		return 0
+	case "tree":
+		spawnShares("tree", c, *budget-1, 10)
+	case "storm":
+		spawnShares("storm", c, *budget-1, 2)
+	}
+	if c.marker != "" {
+		go func() {
+			time.Sleep(c.markerAfter)
+			touch(c.marker + "." + role)
+		}()
+	}
+	sleepForever()
+	return 0
+}
+
+func sleepForever() {
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+var appendMu sync.Mutex
+
+// appendLine writes s with a single O_APPEND write: the kernel positions
+// and writes each such write as one unit on a local file, so lines from many
+// escaper processes never interleave or overwrite each other.
+func appendLine(path, s string) error {
+	appendMu.Lock()
+	defer appendMu.Unlock()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(s)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func writePidLine(path, role string) error {
+	st, err := selfStartTime()
+	if err != nil {
+		return err
+	}
+	return appendLine(path, fmt.Sprintf("%d %s %s\n", os.Getpid(), st, role))
+}
+
+// writeFileAtomic renames a finished temp file into place so a polling test
+// never reads a half-written file.
+func writeFileAtomic(path string, b []byte) error {
+	tmp := fmt.Sprintf("%s.tmp.%d", path, os.Getpid())
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func touchErr(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// touch creates a marker; failure is reported but not fatal, because a
+// marker only ever proves that a process was still running.
+func touch(path string) {
+	if err := touchErr(path); err != nil {
+		fmt.Fprintf(os.Stderr, "escaper: marker %s: %v\n", path, err)
+	}
+}
