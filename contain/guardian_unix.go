@@ -79,29 +79,31 @@ func GuardianMain() int {
 	g.grace = time.Duration(init.GraceMs) * time.Millisecond
 	g.proof = time.Duration(init.ProofMs) * time.Millisecond
 	if g.timer, err = platform.NewContinuousTimer(); err != nil {
-		_ = g.main.send(msg{Op: opReady, Reply: true, Err: err.Error()})
+		_ = g.main.send(msg{Op: opReady, Reply: true, ID: init.ID, Err: err.Error()})
 		return ExitSoftware
 	}
 	if err := g.startGroups(init); err != nil {
-		_ = g.main.send(msg{Op: opReady, Reply: true, Err: err.Error()})
+		_ = g.main.send(msg{Op: opReady, Reply: true, ID: init.ID, Err: err.Error()})
 		g.containAll()
 		return ExitSoftware
 	}
-	_ = g.main.send(msg{Op: opReady, Reply: true, Pid: g.groups[groupHold].pid})
+	_ = g.main.send(msg{Op: opReady, Reply: true, ID: init.ID, Pid: g.groups[groupHold].pid})
 	return g.loop()
 }
 
 func (g *guardian) startGroups(init msg) error {
-	hold, err := g.spawnShim(groupHold, os.NewFile(fdOut, "events"), os.Stderr,
-		msg{Op: opInit, Argv: init.Argv, Env: init.Env})
-	unix.Close(fdOut) // only the hold may hold the event pipe open
+	// Closed through the *os.File: a raw close would leave its finalizer to close
+	// whatever descriptor later reuses the number.
+	events := os.NewFile(fdOut, "events")
+	hold, err := g.spawnShim(groupHold, events, os.Stderr, msg{Op: opInit, Argv: init.Argv, Env: init.Env})
+	events.Close() // only the hold may hold the event pipe open
 	if err != nil {
 		return err
 	}
 	hold.started = true
-	_, err = g.spawnShim(groupWorker, os.NewFile(fdErr, "worker-out"), os.Stderr,
-		msg{Op: opInit, Gated: true, Argv: init.WorkerArgv, Env: init.WorkerEnv})
-	unix.Close(fdErr)
+	out := os.NewFile(fdErr, "worker-out")
+	_, err = g.spawnShim(groupWorker, out, os.Stderr, msg{Op: opInit, Gated: true, Argv: init.WorkerArgv, Env: init.WorkerEnv})
+	out.Close()
 	return err
 }
 
@@ -160,7 +162,7 @@ func (g *guardian) loop() int {
 			}
 			if m.Op == opExit {
 				g.containAll()
-				_ = g.main.send(msg{Op: opExit, Reply: true})
+				_ = g.main.send(msg{Op: opExit, Reply: true, ID: m.ID})
 				return 0
 			}
 			_ = g.main.send(g.handle(m))
@@ -192,7 +194,7 @@ func (g *guardian) fromShim(grp *shimGroup, m msg, ok bool) <-chan msg {
 }
 
 func (g *guardian) handle(m msg) msg {
-	reply := msg{Op: m.Op, Reply: true}
+	reply := msg{Op: m.Op, Reply: true, ID: m.ID}
 	switch m.Op {
 	case opArm:
 		if err := g.arm(m); err != nil {

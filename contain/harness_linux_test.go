@@ -87,6 +87,7 @@ type sc struct {
 	pause   string   // test hook: the supervisor SIGSTOPs itself at this point
 	setpgid bool     // start the supervisor as its own process-group leader
 	uid     uint32   // run the supervisor as this user (0: as the test)
+	holdPre string   // shell run before the hold execs (e.g. to record its environment)
 }
 
 // run is one supervisor process under test.
@@ -99,12 +100,15 @@ type run struct {
 	done  chan struct{}
 	code  int
 	began time.Time
+	gsess chan platform.Proc // the guardian, whose session holds all our helpers
 }
 
 func start(t *testing.T, s sc) *run {
 	t.Helper()
 	dir := t.TempDir()
 	if s.uid != 0 {
+		// t.TempDir's parent is private to us; the other user must reach its child.
+		require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711))
 		require.NoError(t, os.Chmod(dir, 0o777))
 	}
 	expand := func(v string) string { return strings.ReplaceAll(v, "{dir}", dir) }
@@ -127,8 +131,14 @@ func start(t *testing.T, s sc) *run {
 	script := fmt.Sprintf("#!/bin/sh\nexec %s --pidfile %s/pids --log %s/log %s\n", bins.esc, dir, dir, expand(wflags))
 	require.NoError(t, os.WriteFile(worker, []byte(script), 0o755))
 
-	args := append([]string{}, s.flags...)
-	args = append(args, kind, "room", cand, worker, "--", bins.hold, "--kind", kind, "--pidfile", dir+"/hold.pids")
+	hold := bins.hold
+	if s.holdPre != "" {
+		hold = filepath.Join(dir, "hold.sh")
+		pre := fmt.Sprintf("#!/bin/sh\n%s\nexec %s \"$@\"\n", expand(s.holdPre), bins.hold)
+		require.NoError(t, os.WriteFile(hold, []byte(pre), 0o755))
+	}
+	args := append([]string{kind}, s.flags...)
+	args = append(args, "room", cand, worker, "--", hold, "--kind", kind, "--pidfile", dir+"/hold.pids")
 	for _, h := range s.hold {
 		args = append(args, expand(h))
 	}
@@ -144,10 +154,11 @@ func start(t *testing.T, s sc) *run {
 	if s.uid != 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: s.uid, Gid: s.uid}
 	}
-	r := &run{t: t, dir: dir, cmd: cmd, out: newLines(), errb: &syncBuf{}, done: make(chan struct{}), code: -1}
+	r := &run{t: t, dir: dir, cmd: cmd, out: newLines(), errb: &syncBuf{}, done: make(chan struct{}), code: -1, gsess: make(chan platform.Proc, 1)}
 	cmd.Stdout, cmd.Stderr = r.out, r.errb
 	require.NoError(t, cmd.Start())
 	r.began = time.Now()
+	go r.findGuardian()
 	go func() {
 		err := cmd.Wait()
 		r.code = cmd.ProcessState.ExitCode()
@@ -166,8 +177,78 @@ func start(t *testing.T, s sc) *run {
 			t.Errorf("supervisor was still running at the end of the test; stderr:\n%s", r.errb.String())
 		}
 		requireGone(t, dir)
+		r.requireSessionGone()
 	})
 	return r
+}
+
+// findGuardian records the guardian (the supervisor's first child) as soon as it
+// exists; a supervisor that fails before starting one leaves nothing to record.
+func (r *run) findGuardian() {
+	pr := platform.NewProcReader()
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		ps, _ := pr.Descendants(r.cmd.Process.Pid, nil)
+		for _, p := range ps {
+			if p.PPid == r.cmd.Process.Pid && strings.Contains(platform.Cmdline(p.Pid), "__octostore-guardian") {
+				r.gsess <- p
+				return
+			}
+		}
+		select {
+		case <-r.done:
+			close(r.gsess)
+			return
+		default:
+		}
+	}
+	close(r.gsess)
+}
+
+// requireSessionGone proves that the guardian's session - the guardian, the shims
+// and whatever stayed in their groups - is empty a bounded time after the test,
+// and reaps what was orphaned to the test process.
+func (r *run) requireSessionGone() {
+	g, ok := <-r.gsess
+	if !ok {
+		return
+	}
+	pr := platform.NewProcReader()
+	inSession := func() (alive, zombies []platform.Proc) {
+		pids, _ := pr.Pids(nil)
+		for _, pid := range pids {
+			p, err := pr.Stat(pid)
+			if err != nil || p.Sid != g.Pid {
+				continue
+			}
+			if p.Dead() {
+				zombies = append(zombies, p)
+			} else {
+				alive = append(alive, p)
+			}
+		}
+		return alive, zombies
+	}
+	deadline := time.Now().Add(8 * time.Second)
+	for {
+		alive, zombies := inSession()
+		for _, z := range zombies {
+			if z.PPid == os.Getpid() {
+				var ws unix.WaitStatus
+				_, _ = unix.Wait4(z.Pid, &ws, unix.WNOHANG, nil)
+			}
+		}
+		if len(alive) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, p := range alive {
+				r.t.Errorf("left running in the guardian's session: pid %d %s", p.Pid, platform.Cmdline(p.Pid))
+				_ = syscall.Kill(p.Pid, syscall.SIGKILL)
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // wait returns the exit code, failing the test if the supervisor runs past limit.
@@ -338,12 +419,6 @@ func requireGone(t *testing.T, dir string) {
 	for _, a := range alive {
 		t.Errorf("survivor: pid %d (%s) %s", a.pid, a.role, platform.Cmdline(a.pid))
 		_ = syscall.Kill(a.pid, syscall.SIGKILL)
-	}
-	for _, c := range children(os.Getpid()) {
-		if cl := platform.Cmdline(c.Pid); strings.Contains(cl, "__octostore-") {
-			t.Errorf("orphaned helper: pid %d %s", c.Pid, cl)
-			_ = syscall.Kill(c.Pid, syscall.SIGKILL)
-		}
 	}
 	reapRecorded(recs)
 }

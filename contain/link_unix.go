@@ -25,6 +25,7 @@ type link struct {
 	dead    chan struct{} // the socket closed: the guardian exited or was killed
 	mu      sync.Mutex    // held by the reaper around each wait
 	reaped  chan struct{}
+	lastID  uint64
 }
 
 func newLink() *link {
@@ -55,22 +56,31 @@ func (l *link) onReapedLocked(pid int, _ unix.WaitStatus) {
 	}
 }
 
+// call sends a request and waits for the reply carrying its ID. A reply to an
+// earlier request that timed out is dropped, never taken for this one's.
 func (l *link) call(m msg, timeout time.Duration) (msg, error) {
+	l.lastID++
+	m.ID = l.lastID
 	if err := l.c.send(m); err != nil {
 		return msg{}, fmt.Errorf("%w: %w", errGuardianLost, err)
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
-	select {
-	case r := <-l.replies:
-		if r.Err != "" {
-			return r, errors.New(r.Err)
+	for {
+		select {
+		case r := <-l.replies:
+			if r.ID != m.ID {
+				continue
+			}
+			if r.Err != "" {
+				return r, errors.New(r.Err)
+			}
+			return r, nil
+		case <-l.dead:
+			return msg{}, errGuardianLost
+		case <-t.C:
+			return msg{}, fmt.Errorf("%w: no answer to %s within %v", errGuardianLost, m.Op, timeout)
 		}
-		return r, nil
-	case <-l.dead:
-		return msg{}, errGuardianLost
-	case <-t.C:
-		return msg{}, fmt.Errorf("%w: no answer to %s within %v", errGuardianLost, m.Op, timeout)
 	}
 }
 

@@ -319,6 +319,9 @@ func (r *run) launch(ev events.Event) *cause {
 	}
 	r.pause("pre-arm")
 	if err := r.arm(dl); err != nil {
+		if errors.Is(err, errGuardianLost) {
+			return &cause{kind: causeGuardianLost, msg: err.Error()}
+		}
 		return doubt("authority could not be armed before worker start: %v", err)
 	}
 	r.activeTerm = *ev.Term
@@ -393,6 +396,9 @@ func (r *run) renew(ev events.Event) *cause {
 	}
 	r.pause("pre-renew-arm")
 	if err := r.arm(dl); err != nil {
+		if errors.Is(err, errGuardianLost) {
+			return &cause{kind: causeGuardianLost, msg: err.Error()}
+		}
 		return &cause{kind: causeDoubt, msg: "renewed authority could not replace the active deadline: " + err.Error()}
 	}
 	r.pause("renewal-armed")
@@ -430,6 +436,9 @@ func (r *run) containGroup(group string) (Report, error) {
 	m, err := r.link.call(msg{Op: opContain, Group: group}, r.cfg.Grace+r.cfg.ProofBound+5*time.Second)
 	if err != nil {
 		return Report{}, err
+	}
+	if m.Report == nil {
+		return Report{}, fmt.Errorf("%w: containment reply without a report", errGuardianLost)
 	}
 	return *m.Report, nil
 }

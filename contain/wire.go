@@ -13,7 +13,8 @@ import (
 // them, so unlike the reference's files and FIFOs they cannot be forged by a worker.
 type msg struct {
 	Op    string `json:"op"`
-	Reply bool   `json:"reply,omitempty"` // answers the one outstanding request
+	Reply bool   `json:"reply,omitempty"` // answers the request with the same ID
+	ID    uint64 `json:"id,omitempty"`
 	Group string `json:"group,omitempty"`
 	Err   string `json:"err,omitempty"`
 

@@ -21,6 +21,7 @@ flags:
   --server URL              server field (default http://127.0.0.1:1)
   --ignore-signals          ignore SIGTERM, SIGINT and SIGHUP
   --on-term MODE            released|uncertain|exit|none (default released)
+  --release-delay DUR       wait DUR after the signal before the shutdown event (default 0s)
   --pidfile PATH            append "PID STARTTIME" for itself and each spawned process
   --descendant-marker PATH  spawn a TERM/INT/HUP-immune descendant that creates PATH
   --descendant-after DUR    delay before the descendant creates PATH (default 0s)
@@ -54,6 +55,7 @@ type config struct {
 	kind, name, candidate, server string
 	ignoreSignals                 bool
 	onTerm                        string
+	releaseDelay                  time.Duration
 	pidfile                       string
 	descMarker                    string
 	descAfter                     time.Duration
@@ -116,6 +118,7 @@ func parseArgs(args []string) (*config, error) {
 	fs.StringVar(&cfg.server, "server", "http://127.0.0.1:1", "")
 	fs.BoolVar(&cfg.ignoreSignals, "ignore-signals", false, "")
 	fs.StringVar(&cfg.onTerm, "on-term", "released", "")
+	fs.DurationVar(&cfg.releaseDelay, "release-delay", 0, "")
 	fs.StringVar(&cfg.pidfile, "pidfile", "", "")
 	fs.StringVar(&cfg.descMarker, "descendant-marker", "", "")
 	fs.DurationVar(&cfg.descAfter, "descendant-after", 0, "")
@@ -346,6 +349,9 @@ func (h *hold) onSignal(code int) {
 		fmt.Fprintln(os.Stderr, "fakehold: stdout blocked; exiting without a shutdown event")
 		os.Exit(code)
 	}
+	// A real hold's release is a network round trip (up to 2 s upstream); a
+	// supervisor whose TERM grace is shorter must still wait for it.
+	time.Sleep(h.cfg.releaseDelay)
 	switch h.cfg.onTerm {
 	case "released":
 		if h.authority {
