@@ -3,8 +3,12 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"runtime"
 	"strings"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/octostore-supervisor/supervisor/contain"
 )
@@ -23,8 +27,17 @@ func testHooks(cfg *contain.Config, env []string) {
 		return
 	}
 	cfg.Pause = func(p string) {
-		if p == point {
-			_ = syscall.Kill(syscall.Getpid(), syscall.SIGSTOP)
+		if p != point {
+			return
 		}
+		fmt.Fprintf(os.Stderr, "testhook: pausing at %s\n", p)
+		// The stop is sent to this thread, not the process: a process-directed
+		// SIGSTOP is taken by whichever thread the kernel picks, and the calling
+		// thread runs on (measured: 360 us, long enough to print the terminal
+		// line) until an IPI reaches it. A thread-directed one stops the caller on
+		// its way out of tgkill, and the group stop follows.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		_ = unix.Tgkill(unix.Getpid(), unix.Gettid(), unix.SIGSTOP)
 	}
 }
