@@ -56,6 +56,7 @@ type shimGroup struct {
 func GuardianMain() int {
 	adoptInherited(fdCtl, fdOut, fdErr)
 	diag := os.Stderr
+	platform.ReserveThreads(reservedThreads)
 	if err := platform.BecomeSubreaper(); err != nil {
 		fmt.Fprintf(diag, "octostore-supervisor guardian: %v\n", err)
 		return ExitSoftware

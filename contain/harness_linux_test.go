@@ -78,16 +78,17 @@ func liveDescendants(root int) []platform.Proc {
 
 // sc describes one supervised run. Paths may use {dir}, the test's own directory.
 type sc struct {
-	kind    string   // election (default) or lock
-	cand    string   // default "agent" for elections, "-" for locks
-	hold    []string // fakehold flags and steps
-	worker  string   // escaper flags; "" means a cooperative worker that sleeps
-	env     []string
-	flags   []string // supervisor flags, before the kind
-	pause   string   // test hook: the supervisor SIGSTOPs itself at this point
-	setpgid bool     // start the supervisor as its own process-group leader
-	uid     uint32   // run the supervisor as this user (0: as the test)
-	holdPre string   // shell run before the hold execs (e.g. to record its environment)
+	kind        string   // election (default) or lock
+	cand        string   // default "agent" for elections, "-" for locks
+	hold        []string // fakehold flags and steps
+	worker      string   // escaper flags; "" means a cooperative worker that sleeps
+	env         []string
+	flags       []string // supervisor flags, before the kind
+	pause       string   // test hook: the supervisor SIGSTOPs itself at this point
+	setpgid     bool     // start the supervisor as its own process-group leader
+	uid         uint32   // run the supervisor as this user (0: as the test)
+	holdPre     string   // shell run before the hold execs (e.g. to record its environment)
+	cgroupProcs string   // join this cgroup.procs before exec'ing the supervisor
 }
 
 // run is one supervisor process under test.
@@ -128,7 +129,7 @@ func start(t *testing.T, s sc) *run {
 		wflags = "--term-exits"
 	}
 	worker := filepath.Join(dir, "worker.sh")
-	script := fmt.Sprintf("#!/bin/sh\nexec %s --pidfile %s/pids --log %s/log %s\n", bins.esc, dir, dir, expand(wflags))
+	script := fmt.Sprintf("#!/bin/sh\nexec '%s' --pidfile '%s/pids' --log '%s/log' %s\n", bins.esc, dir, dir, expand(wflags))
 	require.NoError(t, os.WriteFile(worker, []byte(script), 0o755))
 
 	hold := bins.hold
@@ -143,6 +144,10 @@ func start(t *testing.T, s sc) *run {
 		args = append(args, expand(h))
 	}
 	cmd := exec.Command(bins.sup, args...)
+	if s.cgroupProcs != "" {
+		// The supervisor must be inside the cgroup before it runs an instruction.
+		cmd = exec.Command("/bin/sh", append([]string{"-c", `echo $$ > "$0" && exec "$@"`, s.cgroupProcs, bins.sup}, args...)...)
+	}
 	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
 	for _, e := range s.env {
 		cmd.Env = append(cmd.Env, expand(e))

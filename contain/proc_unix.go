@@ -19,6 +19,11 @@ const (
 	ShimArg     = "__octostore-shim"
 )
 
+// reservedThreads is how many OS threads each of our processes creates at start
+// (platform.ReserveThreads), well above what GOMAXPROCS=2 plus the blocking reads
+// of /proc, the socket pumps and the GC ever use at once.
+const reservedThreads = 12
+
 // Inherited descriptor numbers of the helper processes.
 const (
 	fdCtl    = 3 // socketpair to the parent helper

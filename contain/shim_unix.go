@@ -23,6 +23,7 @@ import (
 // If the guardian disappears it kills its own tree first (fail closed).
 func ShimMain() int {
 	adoptInherited(fdCtl, fdOut, fdErr)
+	platform.ReserveThreads(reservedThreads)
 	if err := platform.BecomeSubreaper(); err != nil {
 		fmt.Fprintf(os.Stderr, "octostore-supervisor shim: %v\n", err)
 		return ExitSoftware

@@ -25,6 +25,9 @@ func TestGSignalsToSupervisor(t *testing.T) {
 			t.Parallel()
 			r := start(t, sc{kind: "lock", worker: "--term-exits --child", hold: []string{"emit:acquired,term=4,budget=20000"}})
 			r.waitEvent("acquired", 5*time.Second)
+			// acquired means the worker was exec'd; its TERM handler is in place once
+			// it has recorded itself and its child.
+			waitRecorded(t, r.dir+"/pids", 2)
 			require.NoError(t, r.cmd.Process.Signal(c.sig))
 			require.Equal(t, c.code, r.wait(bound), r.stderr())
 			require.Equal(t, []string{"acquired", "released"}, r.events())

@@ -106,6 +106,7 @@ func (r *run) pause(point string) {
 }
 
 func (r *run) start() error {
+	platform.ReserveThreads(reservedThreads)
 	if err := platform.BecomeSubreaper(); err != nil {
 		return err
 	}
@@ -303,7 +304,7 @@ func (r *run) stillFresh(a events.Authority) error {
 		return err
 	}
 	if now.ContinuousMs >= r.deadline.FireMs {
-		return errors.New("the authority deadline passed during worker launch")
+		return errors.New("the authority deadline has passed")
 	}
 	return nil
 }
@@ -402,6 +403,11 @@ func (r *run) renew(ev events.Event) *cause {
 		return &cause{kind: causeDoubt, msg: "renewed authority could not replace the active deadline: " + err.Error()}
 	}
 	r.pause("renewal-armed")
+	// Never report a renewal that is already stale: a supervisor frozen after
+	// the guardian acknowledged it may wake past the new deadline.
+	if err := r.stillFresh(a); err != nil {
+		return &cause{kind: causeDoubt, msg: "renewed authority expired before it could be reported: " + err.Error()}
+	}
 	r.print(events.LineFor(ev))
 	return nil
 }
