@@ -36,6 +36,7 @@
 //	--stdout-forge          print a forged supervisor "released" line and
 //	                        "worker says hello" on stdout, "worker stderr hello"
 //	                        on stderr
+//	--started-at PATH       write the unix nanoseconds at which main started
 //	--tamper PATH           probe the supervisor's state and record one line per
 //	                        attempt in PATH: "ok WHAT" or "fail WHAT: ERR"
 //	--setsid                the worker calls setsid() (direct escape)

@@ -29,6 +29,7 @@ const usage = `usage: escaper [flags]   (no arguments: flags from $ESCAPER_ARGS,
   --exit-after DUR        delay before exiting (default 0s)
   --stdout-forge          print a forged supervisor line and hello lines
   --tamper PATH           probe supervisor state, record "ok WHAT"/"fail WHAT: err" lines
+  --started-at PATH       write the unix nanoseconds at which main started (benchmarks)
   --setsid                worker calls setsid()
   --setpgid               worker calls setpgid(0, 0)
   --child                 spawn one child in the same group
@@ -64,6 +65,7 @@ type options struct {
 	exitAfter                time.Duration
 	stdoutForge              bool
 	tamper                   string
+	startedAt                string
 	setsid, setpgid          bool
 	child, grandchildSetsid  bool
 	doubleFork, childSetpgid bool
@@ -72,6 +74,7 @@ type options struct {
 }
 
 func main() {
+	startedAt := time.Now() // as close to the exec as Go lets us get
 	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], childFlag) {
 		os.Exit(runChild(strings.TrimPrefix(os.Args[1], childFlag), os.Args[2:]))
 	}
@@ -87,6 +90,11 @@ func main() {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "escaper: %v\n", err)
 		os.Exit(exitUsage)
+	}
+	if o.startedAt != "" {
+		if err := appendLine(o.startedAt, fmt.Sprintf("%d\n", startedAt.UnixNano())); err != nil {
+			die("--started-at: %v", err)
+		}
 	}
 	os.Exit(runWorker(o))
 }
@@ -108,6 +116,7 @@ func parseArgs(args []string) (*options, error) {
 	fs.DurationVar(&o.exitAfter, "exit-after", 0, "")
 	fs.BoolVar(&o.stdoutForge, "stdout-forge", false, "")
 	fs.StringVar(&o.tamper, "tamper", "", "")
+	fs.StringVar(&o.startedAt, "started-at", "", "")
 	fs.BoolVar(&o.setsid, "setsid", false, "")
 	fs.BoolVar(&o.setpgid, "setpgid", false, "")
 	fs.BoolVar(&o.child, "child", false, "")

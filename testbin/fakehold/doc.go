@@ -26,6 +26,7 @@
 //	                         what SIGTERM/SIGINT do when signals are not ignored
 //	--release-delay DUR      sleep DUR after SIGTERM/SIGINT before the shutdown event,
 //	                         like a real hold whose release is a slow round trip
+//	--stamps PATH            append "EVENT UNIXNANOS" for each emitted event as it is written
 //	--pidfile PATH           append "PID STARTTIME" for itself and for each
 //	                         process it spawns (each appends its own line)
 //	--descendant-marker PATH spawn a TERM/INT/HUP-immune descendant at start that

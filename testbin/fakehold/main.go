@@ -22,6 +22,7 @@ flags:
   --ignore-signals          ignore SIGTERM, SIGINT and SIGHUP
   --on-term MODE            released|uncertain|exit|none (default released)
   --release-delay DUR       wait DUR after the signal before the shutdown event (default 0s)
+  --stamps PATH             append "EVENT UNIXNANOS" for each emitted event, taken as it is written
   --pidfile PATH            append "PID STARTTIME" for itself and each spawned process
   --descendant-marker PATH  spawn a TERM/INT/HUP-immune descendant that creates PATH
   --descendant-after DUR    delay before the descendant creates PATH (default 0s)
@@ -56,6 +57,7 @@ type config struct {
 	ignoreSignals                 bool
 	onTerm                        string
 	releaseDelay                  time.Duration
+	stamps                        string
 	pidfile                       string
 	descMarker                    string
 	descAfter                     time.Duration
@@ -119,6 +121,7 @@ func parseArgs(args []string) (*config, error) {
 	fs.BoolVar(&cfg.ignoreSignals, "ignore-signals", false, "")
 	fs.StringVar(&cfg.onTerm, "on-term", "released", "")
 	fs.DurationVar(&cfg.releaseDelay, "release-delay", 0, "")
+	fs.StringVar(&cfg.stamps, "stamps", "", "")
 	fs.StringVar(&cfg.pidfile, "pidfile", "", "")
 	fs.StringVar(&cfg.descMarker, "descendant-marker", "", "")
 	fs.DurationVar(&cfg.descAfter, "descendant-after", 0, "")
