@@ -19,6 +19,10 @@ const (
 	ExitSIGTERM       = 143
 )
 
+// BackendProcessGroup names the process-group backend (per-group subreaper
+// shims, pidfd-verified signals, stop-then-kill sweeps) in flags and reports.
+const BackendProcessGroup = "process-group"
+
 // WorkerOutput says where the worker's stdout and stderr go.
 type WorkerOutput string
 

@@ -12,9 +12,6 @@ import (
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
-// BackendProcessGroup is the name reported for this backend.
-const BackendProcessGroup = "process-group"
-
 // sweeper tears down every descendant of one root process. The root is a shim (or
 // the guardian, or the supervisor in a fallback) that is a child subreaper: an
 // orphan anywhere below it - a double-forked daemon, a setsid escaper - re-parents
