@@ -336,13 +336,42 @@ func (g *guardian) rootOf(grp *shimGroup) (int, []int) {
 
 // sweep touches only grp, so containAll may run one per group concurrently.
 func (g *guardian) sweep(grp *shimGroup, root int, skip []int, termUntil time.Time) Report {
-	rep := newSweeper().terminate(root, skip, termUntil, g.proof, os.Stderr)
+	s := newSweeper()
+	rep := s.terminate(root, skip, termUntil, g.proof, os.Stderr)
+	if root == grp.pid && !g.shimAlive(grp) {
+		// The shim died (a worker can SIGKILL it) before or while we swept: its
+		// orphans re-parented to us and a scan below its pid no longer sees
+		// them, so that "empty" proves nothing. Sweep our own tree at once.
+		skip = nil
+		for _, other := range g.groups {
+			if other != grp && !other.closed {
+				skip = append(skip, other.pid)
+			}
+		}
+		// The same sweeper keeps counting, so Killed covers both passes.
+		again := s.terminate(os.Getpid(), skip, time.Now(), g.proof, os.Stderr)
+		rep = again
+	}
 	if rep.ProvenEmpty {
 		g.killShim(grp)
 		grp.closed = true
 	}
 	grp.report = rep
 	return rep
+}
+
+// shimAlive reports whether grp's shim still runs. Under g.mu the reaper cannot
+// reap it, so its pid still names it.
+func (g *guardian) shimAlive(grp *shimGroup) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-grp.gone:
+		return false
+	default:
+	}
+	p, err := platform.NewProcReader().Stat(grp.pid)
+	return err == nil && !p.Dead()
 }
 
 // killShim kills a shim whose tree is proven empty and waits (bounded) until it is

@@ -79,6 +79,7 @@ func TestG4SignalsDuringContainment(t *testing.T) {
 	t.Parallel()
 	r := start(t, sc{worker: "--ignore-signals --tree 20", hold: []string{"emit:leader,term=4,budget=20000"}})
 	r.waitEvent("leader", 5*time.Second)
+	waitRecorded(t, r.dir+"/pids", 21) // every member ignores TERM before it records itself
 	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
 	time.Sleep(200 * time.Millisecond) // inside the 1 s TERM grace of the TERM-immune tree
 	for _, s := range []syscall.Signal{syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGUSR1} {
