@@ -1,0 +1,328 @@
+package contain_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/octostore-supervisor/supervisor/platform"
+)
+
+// D1 (real server, cancel on uncertainty) needs the hold client and is covered
+// with it; every other scenario of group D is here.
+
+// D2: with readiness required, leader is printed only after the worker created its
+// ready file, and promptly after; a SIGTERM then contains the worker, lets the hold
+// release and exits 143 with the hold's released line.
+func TestD2RequiredReadiness(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		env   []string
+		flags []string
+	}{
+		{"environment", []string{"OCTOSTORE_SUPERVISOR_REQUIRE_WORKER_READY=1"}, nil},
+		{"flag", nil, []string{"--require-worker-ready"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r := start(t, sc{
+				env:    c.env,
+				flags:  c.flags,
+				worker: "--term-exits --env-out {dir}/env --touch-ready --ready-after 1s",
+				hold:   []string{"emit:leader,term=7,budget=8000"},
+			})
+			waitFile(t, filepath.Join(r.dir, "env"), 5*time.Second)
+			ready := envValueIn(t, filepath.Join(r.dir, "env"), "OCTOSTORE_SUPERVISOR_READY_FILE")
+			require.NotEmpty(t, ready)
+
+			// stdout is read before the file is looked at, so a leader seen while the
+			// file is still missing was printed before the worker was ready.
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				printed := r.out.String() != ""
+				_, err := os.Lstat(ready)
+				if printed {
+					require.NoError(t, err, "leader printed before the worker created its ready file: %s", r.out.String())
+				}
+				if err == nil {
+					break
+				}
+				require.True(t, time.Now().Before(deadline), "the worker never created its ready file")
+				time.Sleep(2 * time.Millisecond)
+			}
+			r.waitEvent("leader", 2*time.Second)
+
+			require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
+			require.Equal(t, 143, r.wait(bound), r.stderr())
+			require.Equal(t, []string{"leader", "released"}, r.events())
+			containmentOf(t, r, "released")
+			log, err := os.ReadFile(filepath.Join(r.dir, "log"))
+			require.NoError(t, err)
+			require.Contains(t, string(log), "stopped ", "the worker's TERM handler ran")
+		})
+	}
+}
+
+// D3: a worker that never signals readiness is stopped at the ready timeout: 20,
+// nothing printed, the worker (which did start) and its child contained.
+func TestD3ReadinessNeverArrives(t *testing.T) {
+	t.Parallel()
+	r := start(t, sc{
+		env:    []string{"OCTOSTORE_SUPERVISOR_REQUIRE_WORKER_READY=1"},
+		flags:  []string{"--ready-timeout", "1s"},
+		worker: "--ignore-signals --child",
+		hold:   []string{"emit:leader,term=7,budget=20000"},
+	})
+	require.Equal(t, 20, r.wait(bound), r.stderr())
+	require.Contains(t, r.stderr(), "worker process did not acknowledge application readiness")
+	require.Empty(t, r.events())
+	require.NotEmpty(t, pidsIn(filepath.Join(r.dir, "pids")), "the worker started")
+	require.Empty(t, aliveRecorded(pidsIn(filepath.Join(r.dir, "pids"))))
+}
+
+// D4: the supervisor frozen at the launch gate (deadline armed, worker not started)
+// past the deadline: the guardian closes the gated worker group on its own clock,
+// the worker never runs, and the resumed supervisor exits 20.
+func TestD4FrozenAtLaunchGate(t *testing.T) {
+	t.Parallel()
+	r := start(t, sc{
+		kind:   "lock",
+		pause:  "pre-start",
+		worker: "--marker {dir}/marker",
+		hold:   []string{"emit:acquired,term=7,budget=1600"},
+	})
+	pid := r.cmd.Process.Pid
+	waitStopped(t, pid, 5*time.Second)
+	g := guardianOf(t, pid)
+	time.Sleep(2100 * time.Millisecond)
+	// TERM was due at +350 ms, KILL at +1350 ms: the worker's group is gone.
+	requireOnlyHoldShim(t, r, g, time.Second)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
+	require.Equal(t, 20, r.wait(bound), r.stderr())
+	require.Contains(t, r.stderr(), "authority could not be armed before worker start")
+	require.Empty(t, r.events())
+	requireNeverRan(t, r)
+	requireNoMarker(t, r.dir)
+}
+
+// D5: the supervisor SIGKILLed at the launch gate: the guardian contains the
+// TERM-immune hold and its descendant and the empty worker group within 3 s, and
+// the worker never runs.
+func TestD5KilledAtLaunchGate(t *testing.T) {
+	t.Parallel()
+	r := start(t, sc{
+		kind:  "lock",
+		pause: "pre-start",
+		hold: []string{"--ignore-signals", "--descendant-marker", "{dir}/marker.hold", "--descendant-after", "3s",
+			"emit:acquired,term=7,budget=10000"},
+	})
+	pid := r.cmd.Process.Pid
+	waitStopped(t, pid, 5*time.Second)
+	g := guardianOf(t, pid)
+	holds := waitPidLines(t, filepath.Join(r.dir, "hold.pids"), 2, 5*time.Second)
+	killed := time.Now()
+	require.NoError(t, r.cmd.Process.Kill())
+	require.Equal(t, 137, r.wait(bound))
+	requireDeadBy(t, holds, killed.Add(3*time.Second))
+	requireSessionEmptyBy(t, g, killed.Add(3*time.Second))
+	requireNeverRan(t, r)
+	require.Empty(t, r.events())
+	time.Sleep(time.Until(r.began.Add(3500 * time.Millisecond)))
+	requireNoMarker(t, r.dir)
+}
+
+// D6: a worker that exits on its own while authority is live is a completion: its
+// group is contained, the hold is asked to release, and the hold's released line is
+// printed with worker_exit_code. Exit 0 only for a clean worker exit and a confirmed
+// release; anything else is 70.
+func TestD6WorkerExitsWhileAuthorityLive(t *testing.T) {
+	t.Parallel()
+	leader := "emit:leader,term=7,budget=10000"
+	cases := []struct {
+		name     string
+		worker   string
+		hold     []string
+		flags    []string
+		code     int
+		events   []string
+		exitCode int    // worker_exit_code on the released line
+		stderr   string // substring, "" for none required
+	}{
+		{"clean exit", "--exit 0 --exit-after 200ms", []string{leader}, nil, 0, []string{"leader", "released"}, 0, ""},
+		{"failed exit", "--exit 3 --exit-after 200ms", []string{leader}, nil, 70, []string{"leader", "released"}, 3, ""},
+		{"clean exit leaves a TERM-immune child", "--ignore-signals --child --exit 0 --exit-after 200ms", []string{leader}, nil, 0, []string{"leader", "released"}, 0, ""},
+		{"hold exits without releasing", "--exit 0 --exit-after 200ms", []string{"--on-term", "exit", leader}, nil, 70, []string{"leader"}, 0, "did not confirm the release"},
+		{"TERM-immune hold", "--exit 0 --exit-after 200ms", []string{"--ignore-signals", leader}, []string{"--release-timeout", "500ms"}, 70, []string{"leader"}, 0, "did not confirm the release"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r := start(t, sc{worker: c.worker, hold: c.hold, flags: c.flags})
+			require.Equal(t, c.code, r.wait(bound), r.stderr())
+			require.Equal(t, c.events, r.events())
+			if c.stderr != "" {
+				require.Contains(t, r.stderr(), c.stderr)
+			}
+			if len(c.events) > 1 {
+				containmentOf(t, r, "released")
+				require.EqualValues(t, c.exitCode, r.line("released")["worker_exit_code"])
+				require.EqualValues(t, 7, r.line("released")["term"])
+			}
+			require.Empty(t, aliveRecorded(pidsIn(filepath.Join(r.dir, "pids"))))
+		})
+	}
+}
+
+// D7: the worker gets the fencing term of the authority event that started it, for
+// elections (leader) and locks (acquired).
+func TestD7FencingTermHandedToWorker(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"election", "lock"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			ev := map[string]string{"election": "leader", "lock": "acquired"}[kind]
+			r := start(t, sc{
+				kind:   kind,
+				worker: "--term-exits --env-out {dir}/env",
+				hold:   []string{"emit:" + ev + ",term=17,budget=10000", "waitfile:{dir}/env", "emit:released,term=17"},
+			})
+			require.Equal(t, 0, r.wait(bound), r.stderr())
+			require.Equal(t, []string{ev, "released"}, r.events())
+			require.EqualValues(t, 17, r.line(ev)["term"])
+			require.Equal(t, "17", envValueIn(t, filepath.Join(r.dir, "env"), "OCTOSTORE_FENCING_TERM"))
+			log, err := os.ReadFile(filepath.Join(r.dir, "log"))
+			require.NoError(t, err)
+			require.Regexp(t, `^started \d+ term 17\n`, string(log))
+		})
+	}
+}
+
+// containmentOf returns the containment object of a printed terminal line after
+// checking it claims proven emptiness by the process-group backend.
+func containmentOf(t *testing.T, r *run, event string) map[string]any {
+	t.Helper()
+	c, ok := r.line(event)["containment"].(map[string]any)
+	require.True(t, ok, "%s line without a containment object: %s", event, r.out.String())
+	require.Equal(t, true, c["proven_empty"])
+	require.Equal(t, "process-group", c["backend"])
+	return c
+}
+
+// envValueIn reads KEY's value from a file written by escaper --env-out.
+func envValueIn(t *testing.T, path, key string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, key+"="); ok {
+			return v
+		}
+	}
+	t.Fatalf("%s not in %s", key, path)
+	return ""
+}
+
+// waitPidLines waits until a pidfile holds at least n lines and returns them.
+func waitPidLines(t *testing.T, path string, n int, limit time.Duration) []recorded {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		recs := pidsIn(path)
+		if len(recs) >= n {
+			return recs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has %d of %d lines after %v", path, len(recs), n, limit)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// requireDeadBy polls until every recorded process is dead, failing at deadline.
+func requireDeadBy(t *testing.T, recs []recorded, deadline time.Time) {
+	t.Helper()
+	require.NotEmpty(t, recs)
+	if alive := survivorsAt(recs, deadline); len(alive) > 0 {
+		for _, a := range alive {
+			t.Errorf("still alive: pid %d (%s) %s", a.pid, a.role, platform.Cmdline(a.pid))
+		}
+		t.FailNow()
+	}
+}
+
+// survivorsAt polls until every recorded process is dead or deadline passes and
+// returns those still alive then.
+func survivorsAt(recs []recorded, deadline time.Time) []recorded {
+	for {
+		alive := aliveRecorded(recs)
+		if len(alive) == 0 || time.Now().After(deadline) {
+			return alive
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// requireSessionEmptyBy polls until nothing in the guardian's session (guardian,
+// shims, hold, worker and whatever stayed with them) can still run.
+func requireSessionEmptyBy(t *testing.T, sid int, deadline time.Time) {
+	t.Helper()
+	pr := platform.NewProcReader()
+	for {
+		var alive []platform.Proc
+		pids, _ := pr.Pids(nil)
+		for _, pid := range pids {
+			if p, err := pr.Stat(pid); err == nil && p.Sid == sid && !p.Dead() {
+				alive = append(alive, p)
+			}
+		}
+		if len(alive) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, p := range alive {
+				t.Errorf("still alive in the guardian's session: pid %d %s", p.Pid, platform.Cmdline(p.Pid))
+			}
+			t.FailNow()
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// shimsBelow lists the live group shims under the guardian.
+func shimsBelow(guardian int) []platform.Proc {
+	var out []platform.Proc
+	for _, c := range children(guardian) {
+		if strings.Contains(platform.Cmdline(c.Pid), "__octostore-shim") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// requireOnlyHoldShim asserts (allowing limit for the teardown to finish) that the
+// worker group's shim is gone and only the hold's remains under the guardian.
+func requireOnlyHoldShim(t *testing.T, r *run, guardian int, limit time.Duration) {
+	t.Helper()
+	holds := pidsIn(filepath.Join(r.dir, "hold.pids"))
+	require.NotEmpty(t, holds)
+	hold, err := platform.NewProcReader().Stat(holds[0].pid)
+	require.NoError(t, err)
+	deadline := time.Now().Add(limit)
+	for {
+		shims := shimsBelow(guardian)
+		if len(shims) == 1 && shims[0].Pid == hold.PPid {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("guardian %d has shims %v; want only the hold's (%d)", guardian, shims, hold.PPid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
