@@ -48,6 +48,7 @@ type shimGroup struct {
 	gone    chan struct{} // closed when the shim has been reaped
 	started bool          // the group's program runs (or ran)
 	closed  bool          // contained, shim killed: nothing may start here again
+	tried   bool          // a teardown ran to its proof bound (report says what survived)
 	report  Report
 }
 
@@ -213,7 +214,11 @@ func (g *guardian) handle(m msg) msg {
 			reply.Err = "unknown group " + m.Group
 			break
 		}
-		rep := g.contain(grp, g.termUntil(grp))
+		until := g.termUntil(grp)
+		if m.NoGrace {
+			until = time.Now()
+		}
+		rep := g.contain(grp, until)
 		reply.Report = &rep
 	case opRelease:
 		if grp := g.groups[groupHold]; !grp.closed {
@@ -356,6 +361,7 @@ func (g *guardian) sweep(grp *shimGroup, root int, skip []int, termUntil time.Ti
 		g.killShim(grp)
 		grp.closed = true
 	}
+	grp.tried = true
 	grp.report = rep
 	return rep
 }
@@ -392,11 +398,18 @@ func (g *guardian) killShim(grp *shimGroup) {
 }
 
 // containAll contains both groups at once (the supervisor died or is done), then
-// sweeps anything else left below the guardian.
+// sweeps anything else left below the guardian. A group whose teardown already
+// ran to the proof bound is not tried again: its survivors were reported, and
+// waiting out the bound a second time would only delay that verdict.
 func (g *guardian) containAll() {
 	var wg sync.WaitGroup
+	var unproven []int
 	for _, grp := range g.groups {
 		if grp.closed {
+			continue
+		}
+		if grp.tried {
+			unproven = append(unproven, grp.pid)
 			continue
 		}
 		until := g.termUntil(grp)
@@ -408,5 +421,5 @@ func (g *guardian) containAll() {
 		}()
 	}
 	wg.Wait()
-	newSweeper().terminate(os.Getpid(), nil, time.Now(), g.proof, os.Stderr)
+	newSweeper().terminate(os.Getpid(), unproven, time.Now(), g.proof, os.Stderr)
 }

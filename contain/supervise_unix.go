@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,8 +69,6 @@ type run struct {
 
 	gen           uint64 // armed deadline generation; > 0 once authority started
 	deadline      events.Deadline
-	activeTerm    uint64
-	workerRunning bool
 	holdGone      <-chan time.Time // set when the hold's process exited
 	backstop      *platform.ContinuousTimer
 	backstopFired chan struct{}
@@ -166,6 +165,7 @@ func (r *run) start() error {
 		WorkerArgv: []string{r.cfg.Worker}, WorkerEnv: workerEnv(r.cfg.Env),
 		GraceMs: r.cfg.Grace.Milliseconds(), ProofMs: r.cfg.ProofBound.Milliseconds()}, 10*time.Second)
 	if err != nil {
+		evR.Close()
 		return fmt.Errorf("the hold could not be started: %w", err)
 	}
 	go r.readLines(evR)
@@ -179,20 +179,11 @@ func workerEnv(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		if !containsString(drop, k) {
+		if !slices.Contains(drop, k) {
 			out = append(out, kv)
 		}
 	}
 	return out
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *run) readLines(f *os.File) {
@@ -325,7 +316,6 @@ func (r *run) launch(ev events.Event) *cause {
 		}
 		return doubt("authority could not be armed before worker start: %v", err)
 	}
-	r.activeTerm = *ev.Term
 	r.pause("pre-start")
 	if err := r.stillFresh(*ev.Authority); err != nil {
 		return doubt("authority could not be armed before worker start: %v", err)
@@ -337,7 +327,6 @@ func (r *run) launch(ev events.Event) *cause {
 		}
 		return doubt("worker could not be started: %v", err)
 	}
-	r.workerRunning = true
 	if r.cfg.RequireReady {
 		if c := r.awaitReady(); c != nil {
 			return c
@@ -388,9 +377,6 @@ func (r *run) renew(ev events.Event) *cause {
 		c := causeFrom(err)
 		return &c
 	}
-	if !r.workerRunning {
-		return &cause{kind: causeInvalid, msg: "worker exited while authority remained live"}
-	}
 	dl, err := r.plan(a)
 	if err != nil {
 		return &cause{kind: causeDoubt, msg: "renewed authority could not replace the active deadline: " + err.Error()}
@@ -417,7 +403,6 @@ func (r *run) onNote(n msg) *cause {
 	case n.Op == opExpired:
 		return &cause{kind: causeExpired, msg: "the authority deadline passed without a fresh renewal; the worker was contained"}
 	case n.Op == opExited && n.Group == groupWorker:
-		r.workerRunning = false
 		if n.Code < 0 {
 			return &cause{kind: causeInvalid, msg: n.Err}
 		}
@@ -438,8 +423,10 @@ func (r *run) print(l events.Line) {
 	_, _ = r.cfg.Stdout.Write(l.Encode())
 }
 
-func (r *run) containGroup(group string) (Report, error) {
-	m, err := r.link.call(msg{Op: opContain, Group: group}, r.cfg.Grace+r.cfg.ProofBound+5*time.Second)
+// containGroup asks the guardian to tear a group down; noGrace skips the TERM
+// phase and kills at once.
+func (r *run) containGroup(group string, noGrace bool) (Report, error) {
+	m, err := r.link.call(msg{Op: opContain, Group: group, NoGrace: noGrace}, r.cfg.Grace+r.cfg.ProofBound+5*time.Second)
 	if err != nil {
 		return Report{}, err
 	}
@@ -461,20 +448,25 @@ func (r *run) stop(c cause) int {
 	if c.kind == causeGuardianLost {
 		return r.fallback(began)
 	}
-	wrep, err := r.containGroup(groupWorker)
+	wrep, err := r.containGroup(groupWorker, false)
 	if err != nil {
 		r.say("%v; using main-process fallback", err)
 		return r.fallback(began)
 	}
 	term := c.ev
-	if c.kind != causeTerminal && c.kind != causeHoldEnded && !r.linesDone {
+	if !wrep.ProvenEmpty {
+		// Releasing now could hand the lease to a new leader while our worker
+		// may still run. The hold is killed outright instead (a graceful TERM
+		// would make it release), so the lease can only age out by its TTL.
+		r.say("the worker group could not be proven empty; the hold is killed without releasing the lease")
+	} else if c.kind != causeTerminal && c.kind != causeHoldEnded && !r.linesDone {
 		if _, err := r.link.call(msg{Op: opRelease}, 2*time.Second); err != nil {
 			r.say("%v; using main-process fallback", err)
 			return r.fallback(began)
 		}
 		term = r.awaitRelease()
 	}
-	hrep, err := r.containGroup(groupHold)
+	hrep, err := r.containGroup(groupHold, !wrep.ProvenEmpty)
 	if err != nil {
 		r.say("%v; using main-process fallback", err)
 		return r.fallback(began)
@@ -596,7 +588,7 @@ func (r *run) fallback(began time.Time) int {
 		cand := r.cfg.Candidate
 		ev.CandidateID = &cand
 	}
-	term := r.activeTerm
+	term, _ := r.stream.ActiveTerm()
 	ev.Term = &term
 	r.finish(cause{kind: causeTerminal}, &ev, rep)
 	return ExitAuthority

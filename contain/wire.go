@@ -28,6 +28,7 @@ type msg struct {
 	WorkerArgv []string `json:"worker_argv,omitempty"`
 	WorkerEnv  []string `json:"worker_env,omitempty"`
 	GraceMs    int64    `json:"grace_ms,omitempty"`
+	NoGrace    bool     `json:"no_grace,omitempty"` // contain: kill at once, no TERM phase
 	ProofMs    int64    `json:"proof_ms,omitempty"`
 
 	Pid    int     `json:"pid,omitempty"`

@@ -1,0 +1,100 @@
+package platform
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseStatHostileComm(t *testing.T) {
+	// A process may name itself ") R 1 1 1" to confuse naive parsers; the comm
+	// ends at the last ')'.
+	line := []byte("4242 (a) R 1 1 1 (x) S 17 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n")
+	p, err := parseStat(4242, line)
+	require.NoError(t, err)
+	require.Equal(t, "a) R 1 1 1 (x", p.Comm)
+	require.Equal(t, byte('S'), p.State)
+	require.Equal(t, 17, p.PPid)
+	require.Equal(t, 4242, p.Pgid)
+	require.Equal(t, uint64(987654), p.StartTicks)
+
+	_, err = parseStat(1, []byte("1 (init"))
+	require.Error(t, err)
+}
+
+func TestDescendantsAndSignal(t *testing.T) {
+	// sh -> sleep: both below us; skipping sh hides its subtree.
+	cmd := exec.Command("/bin/sh", "-c", "sleep 30 & wait")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	r := NewProcReader()
+	var ds []Proc
+	require.Eventually(t, func() bool {
+		ds, _ = r.Descendants(os.Getpid(), nil)
+		n := 0
+		for _, d := range ds {
+			if d.Pid == cmd.Process.Pid || d.PPid == cmd.Process.Pid {
+				n++
+			}
+		}
+		return n == 2
+	}, 5*time.Second, 5*time.Millisecond)
+	skipped, err := r.Descendants(os.Getpid(), nil, cmd.Process.Pid)
+	require.NoError(t, err)
+	for _, d := range skipped {
+		require.NotEqual(t, cmd.Process.Pid, d.PPid, "a skipped subtree was returned")
+	}
+
+	sh, err := r.Stat(cmd.Process.Pid)
+	require.NoError(t, err)
+	recycled := sh
+	recycled.StartTicks++ // the same pid naming a later process
+	require.ErrorIs(t, r.Signal(recycled, syscall.SIGKILL), ErrNoProcess)
+	still, err := r.Stat(cmd.Process.Pid)
+	require.NoError(t, err)
+	require.False(t, still.Dead(), "a process was signalled through a recycled identity")
+
+	require.NoError(t, r.Signal(sh, syscall.SIGKILL))
+	_ = cmd.Wait()
+	require.ErrorIs(t, r.Signal(sh, syscall.SIGKILL), ErrNoProcess)
+}
+
+func TestContinuousClockAndTimer(t *testing.T) {
+	a, err := ContinuousMillis()
+	require.NoError(t, err)
+	tm, err := NewContinuousTimer()
+	require.NoError(t, err)
+	defer tm.Close()
+	require.NoError(t, tm.Set(a+50))
+	require.NoError(t, tm.Wait())
+	b, err := ContinuousMillis()
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, b, a+50, "the timer fired before its continuous-clock deadline")
+
+	// Re-arming replaces the deadline; Close wakes a pending Wait.
+	require.NoError(t, tm.Set(b+60_000))
+	done := make(chan error, 1)
+	go func() { done <- tm.Wait() }()
+	time.Sleep(20 * time.Millisecond)
+	require.NoError(t, tm.Close())
+	select {
+	case err := <-done:
+		require.Error(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not wake Wait")
+	}
+}
+
+func TestReserveThreads(t *testing.T) {
+	count := func() int {
+		es, err := os.ReadDir("/proc/self/task")
+		require.NoError(t, err)
+		return len(es)
+	}
+	ReserveThreads(16)
+	require.GreaterOrEqual(t, count(), 16)
+}
