@@ -1,23 +1,19 @@
 package contain_test
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
@@ -57,7 +53,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "LEAK: processes still alive after all tests:\n")
 		for _, p := range leaks {
 			fmt.Fprintf(os.Stderr, "  pid %d state %c %s\n", p.Pid, p.State, platform.Cmdline(p.Pid))
-			_ = syscall.Kill(p.Pid, syscall.SIGKILL)
+			_ = proctest.Kill(proctest.Record{Pid: p.Pid, Start: p.StartTicks})
 		}
 		code = 1
 	}
@@ -237,10 +233,7 @@ func (r *run) requireSessionGone() {
 	for {
 		alive, zombies := inSession()
 		for _, z := range zombies {
-			if z.PPid == os.Getpid() {
-				var ws unix.WaitStatus
-				_, _ = unix.Wait4(z.Pid, &ws, unix.WNOHANG, nil)
-			}
+			proctest.Reap(proctest.Record{Pid: z.Pid, Start: z.StartTicks})
 		}
 		if len(alive) == 0 {
 			return
@@ -248,7 +241,7 @@ func (r *run) requireSessionGone() {
 		if time.Now().After(deadline) {
 			for _, p := range alive {
 				r.t.Errorf("left running in the guardian's session: pid %d %s", p.Pid, platform.Cmdline(p.Pid))
-				_ = syscall.Kill(p.Pid, syscall.SIGKILL)
+				_ = proctest.Kill(proctest.Record{Pid: p.Pid, Start: p.StartTicks})
 			}
 			return
 		}
@@ -276,7 +269,7 @@ func (r *run) stderr() string { return r.errb.String() }
 func (r *run) events() []string {
 	r.t.Helper()
 	var names []string
-	for _, l := range r.out.all() {
+	for _, l := range r.out.Lines() {
 		var m map[string]any
 		require.NoError(r.t, json.Unmarshal([]byte(l), &m), "stdout line is not JSON: %q", l)
 		require.Equal(r.t, "octostore-supervisor", m["source"], "stdout line is not a supervisor line: %q", l)
@@ -288,7 +281,7 @@ func (r *run) events() []string {
 // line returns the decoded stdout line for an event.
 func (r *run) line(event string) map[string]any {
 	r.t.Helper()
-	for _, l := range r.out.all() {
+	for _, l := range r.out.Lines() {
 		var m map[string]any
 		if json.Unmarshal([]byte(l), &m) == nil && m["event"] == event {
 			return m
@@ -303,7 +296,7 @@ func (r *run) waitEvent(event string, limit time.Duration) {
 	r.t.Helper()
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
-		for _, l := range r.out.all() {
+		for _, l := range r.out.Lines() {
 			if strings.Contains(l, `"event":"`+event+`"`) {
 				return
 			}
@@ -370,31 +363,25 @@ func guardianOf(t *testing.T, sup int) int {
 	return 0
 }
 
+// recorded is one pidfile line (a proctest.Record under the names these tests
+// use).
 type recorded struct {
 	pid   int
 	start uint64
 	role  string
 }
 
-// pidsIn reads a pidfile written by escaper or fakehold ("PID START [ROLE]").
+func (rec recorded) record() proctest.Record {
+	return proctest.Record{Pid: rec.pid, Start: rec.start, Role: rec.role}
+}
+
+// pidsIn reads a pidfile written by escaper or fakehold ("PID START [ROLE]"):
+// the well-formed lines, nothing if the file is missing or unreadable.
 func pidsIn(path string) []recorded {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
+	recs, _ := proctest.ReadPidfile(path)
 	var out []recorded
-	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		f := strings.Fields(l)
-		if len(f) < 2 {
-			continue
-		}
-		pid, _ := strconv.Atoi(f[0])
-		start, _ := strconv.ParseUint(f[1], 10, 64)
-		rec := recorded{pid: pid, start: start}
-		if len(f) > 2 {
-			rec.role = f[2]
-		}
-		out = append(out, rec)
+	for _, r := range recs {
+		out = append(out, recorded{pid: r.Pid, start: r.Start, role: r.Role})
 	}
 	return out
 }
@@ -402,37 +389,28 @@ func pidsIn(path string) []recorded {
 // aliveRecorded returns the recorded processes that can still run. A zombie is
 // dead; a recycled pid (other start time) is someone else.
 func aliveRecorded(recs []recorded) []recorded {
-	r := platform.NewProcReader()
 	var alive []recorded
 	for _, rec := range recs {
-		p, err := r.Stat(rec.pid)
-		if err != nil || p.StartTicks != rec.start || p.Dead() {
-			continue
+		if rec.record().Alive() {
+			alive = append(alive, rec)
 		}
-		alive = append(alive, rec)
 	}
 	return alive
 }
 
 // requireGone proves that every process the test's worker and hold recorded is
 // dead, and that no helper of ours was orphaned to the test process. Survivors are
-// killed so one failure does not poison the rest of the suite.
+// killed (only if still the recorded process) so one failure does not poison the
+// rest of the suite; recorded zombies orphaned to us are reaped.
 func requireGone(t *testing.T, dir string) {
 	t.Helper()
 	recs := append(pidsIn(filepath.Join(dir, "pids")), pidsIn(filepath.Join(dir, "hold.pids"))...)
-	alive := aliveRecorded(recs)
-	for _, a := range alive {
+	for _, a := range aliveRecorded(recs) {
 		t.Errorf("survivor: pid %d (%s) %s", a.pid, a.role, platform.Cmdline(a.pid))
-		_ = syscall.Kill(a.pid, syscall.SIGKILL)
+		_ = proctest.Kill(a.record())
 	}
-	reapRecorded(recs)
-}
-
-// reapRecorded reaps recorded processes that were orphaned to the test process.
-func reapRecorded(recs []recorded) {
 	for _, rec := range recs {
-		var ws unix.WaitStatus
-		_, _ = unix.Wait4(rec.pid, &ws, unix.WNOHANG, nil)
+		proctest.Reap(rec.record())
 	}
 }
 
@@ -451,48 +429,10 @@ func requireNoMarker(t *testing.T, dir string) {
 	require.Empty(t, m, "a protected process outlived its deadline")
 }
 
-// lines collects stdout and splits it into lines.
-type lines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+// lines collects stdout; Lines splits it.
+type lines = proctest.SyncBuffer
 
 func newLines() *lines { return &lines{} }
 
-func (l *lines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func (l *lines) all() []string {
-	var out []string
-	sc := bufio.NewScanner(strings.NewReader(l.String()))
-	for sc.Scan() {
-		out = append(out, sc.Text())
-	}
-	return out
-}
-
-type syncBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuf) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuf collects stderr.
+type syncBuf = proctest.SyncBuffer

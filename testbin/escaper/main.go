@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/octostore-supervisor/supervisor/internal/pidfile"
 )
 
 const usage = `usage: escaper [flags]   (no arguments: flags from $ESCAPER_ARGS, split on spaces)
@@ -178,7 +180,7 @@ func parseArgs(args []string) (*options, error) {
 		}
 	}
 	if o.pidfile != "" {
-		if _, err := selfStartTime(); err != nil {
+		if _, err := pidfile.Line(""); err != nil {
 			return nil, fmt.Errorf("--pidfile: %w", err)
 		}
 	}
@@ -537,12 +539,14 @@ func appendLine(path, s string) error {
 	return err
 }
 
+// writePidLine appends this process's "PID START ROLE" line (see
+// internal/pidfile).
 func writePidLine(path, role string) error {
-	st, err := selfStartTime()
+	l, err := pidfile.Line(role)
 	if err != nil {
 		return err
 	}
-	return appendLine(path, fmt.Sprintf("%d %s %s\n", os.Getpid(), st, role))
+	return appendLine(path, l)
 }
 
 // writeFileAtomic renames a finished temp file into place so a polling test

@@ -14,17 +14,20 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/platform"
 )
 
 // waitRoles waits until the pidfile holds at least n lines of each role and
 // returns the entries by role.
-func waitRoles(t *testing.T, pidfile string, want map[string]int) map[string][]pidEntry {
+func waitRoles(t *testing.T, pidfile string, want map[string]int) map[string][]proctest.Record {
 	t.Helper()
-	var by map[string][]pidEntry
-	waitFor(t, 30*time.Second, fmt.Sprintf("pidfile roles %v", want), func() bool {
-		by = map[string][]pidEntry{}
-		for _, e := range readPidfile(t, pidfile) {
-			by[e.role] = append(by[e.role], e)
+	var by map[string][]proctest.Record
+	proctest.WaitFor(t, 30*time.Second, fmt.Sprintf("pidfile roles %v", want), func() bool {
+		by = map[string][]proctest.Record{}
+		for _, e := range records(t, pidfile) {
+			by[e.Role] = append(by[e.Role], e)
 		}
 		for r, n := range want {
 			if len(by[r]) < n {
@@ -36,15 +39,22 @@ func waitRoles(t *testing.T, pidfile string, want map[string]int) map[string][]p
 	return by
 }
 
-func mustStat(t *testing.T, e pidEntry) procStat {
+// records reads the pidfile, failing the test on a malformed line.
+func records(t *testing.T, pidfile string) []proctest.Record {
 	t.Helper()
-	st, ok := readStat(e.pid)
-	require.True(t, ok, "process %d (%s) has no /proc entry", e.pid, e.role)
-	require.Equal(t, e.start, st.start, "process %d (%s) was recycled", e.pid, e.role)
-	return st
+	recs, err := proctest.ReadPidfile(pidfile)
+	require.NoError(t, err)
+	return recs
 }
 
-func gone(e pidEntry) bool { return !alive(e.pid, e.start) }
+// mustStat reads a recorded process, which must still be the one recorded.
+func mustStat(t *testing.T, e proctest.Record) platform.Proc {
+	t.Helper()
+	st, err := proctest.Stat(e.Pid)
+	require.NoError(t, err, "process %d (%s) has no /proc entry", e.Pid, e.Role)
+	require.Equal(t, e.Start, st.StartTicks, "process %d (%s) was recycled", e.Pid, e.Role)
+	return st
+}
 
 // The daemon of a double fork + setsid must end up in its own session,
 // reparented away from the worker (to us, the subreaper), still immune to
@@ -53,35 +63,35 @@ func gone(e pidEntry) bool { return !alive(e.pid, e.start) }
 func TestGrandchildSetsidDaemonViaEnv(t *testing.T) {
 	dir := t.TempDir()
 	pf, marker := filepath.Join(dir, "pids"), filepath.Join(dir, "marker")
-	rr := startProg(t, pf, []string{"ESCAPER_ARGS=--pidfile " + pf + " --grandchild-setsid --ignore-signals --marker " + marker + " --marker-after 100ms"})
+	rr := escaper.Start(t, pf, []string{"ESCAPER_ARGS=--pidfile " + pf + " --grandchild-setsid --ignore-signals --marker " + marker + " --marker-after 100ms"})
 	by := waitRoles(t, pf, map[string]int{"worker": 1, "daemonizer": 1, "daemon": 1})
 
 	worker, daemon := by["worker"][0], by["daemon"][0]
-	assert.Equal(t, rr.cmd.Process.Pid, worker.pid)
+	assert.Equal(t, rr.Cmd.Process.Pid, worker.Pid)
 	ws, ds := mustStat(t, worker), mustStat(t, daemon)
-	assert.NotEqual(t, ws.sid, ds.sid, "daemon must be in another session")
-	assert.Equal(t, daemon.pid, ds.sid, "daemon leads its session")
-	assert.Equal(t, daemon.pid, ds.pgrp, "daemon leads its group")
+	assert.NotEqual(t, ws.Sid, ds.Sid, "daemon must be in another session")
+	assert.Equal(t, daemon.Pid, ds.Sid, "daemon leads its session")
+	assert.Equal(t, daemon.Pid, ds.Pgid, "daemon leads its group")
 
 	// The intermediate exits (and is reaped by the worker); the daemon is
 	// then reparented to the nearest subreaper: this test process.
-	waitFor(t, 5*time.Second, "daemonizer exit", func() bool { return gone(by["daemonizer"][0]) })
-	waitFor(t, 5*time.Second, "daemon reparented", func() bool {
-		st, ok := readStat(daemon.pid)
-		return ok && st.ppid == os.Getpid()
+	proctest.WaitFor(t, 5*time.Second, "daemonizer exit", func() bool { return !by["daemonizer"][0].Alive() })
+	proctest.WaitFor(t, 5*time.Second, "daemon reparented", func() bool {
+		st, err := proctest.Stat(daemon.Pid)
+		return err == nil && st.PPid == os.Getpid()
 	})
 
-	waitFor(t, 5*time.Second, "markers", func() bool {
+	proctest.WaitFor(t, 5*time.Second, "markers", func() bool {
 		_, e1 := os.Stat(marker)
 		_, e2 := os.Stat(marker + ".daemon")
 		return e1 == nil && e2 == nil
 	})
 
-	sendSignal(t, daemon.pid, daemon.start, unix.SIGTERM)
-	sendSignal(t, worker.pid, worker.start, unix.SIGTERM)
+	require.NoError(t, proctest.Signal(daemon, unix.SIGTERM))
+	require.NoError(t, proctest.Signal(worker, unix.SIGTERM))
 	time.Sleep(200 * time.Millisecond)
-	assert.True(t, alive(daemon.pid, daemon.start), "daemon must ignore SIGTERM")
-	assert.False(t, rr.exited(), "worker must ignore SIGTERM")
+	assert.True(t, daemon.Alive(), "daemon must ignore SIGTERM")
+	assert.False(t, rr.Exited(), "worker must ignore SIGTERM")
 }
 
 // Each spawn mode puts its processes where the flag says.
@@ -91,49 +101,49 @@ func TestSpawnModes(t *testing.T) {
 		name  string
 		args  []string
 		roles map[string]int
-		check func(t *testing.T, w procStat, by map[string][]pidEntry)
+		check func(t *testing.T, w platform.Proc, by map[string][]proctest.Record)
 	}{
-		{"child", []string{"--child"}, map[string]int{"child": 1}, func(t *testing.T, w procStat, by map[string][]pidEntry) {
+		{"child", []string{"--child"}, map[string]int{"child": 1}, func(t *testing.T, w platform.Proc, by map[string][]proctest.Record) {
 			c := mustStat(t, by["child"][0])
-			assert.Equal(t, w.pid, c.ppid)
-			assert.Equal(t, w.pgrp, c.pgrp)
-			assert.Equal(t, w.sid, c.sid)
+			assert.Equal(t, w.Pid, c.PPid)
+			assert.Equal(t, w.Pgid, c.Pgid)
+			assert.Equal(t, w.Sid, c.Sid)
 		}},
-		{"double-fork", []string{"--double-fork"}, map[string]int{"forker": 1, "grandchild": 1}, func(t *testing.T, w procStat, by map[string][]pidEntry) {
+		{"double-fork", []string{"--double-fork"}, map[string]int{"forker": 1, "grandchild": 1}, func(t *testing.T, w platform.Proc, by map[string][]proctest.Record) {
 			g := by["grandchild"][0]
-			waitFor(t, 5*time.Second, "forker exit", func() bool { return gone(by["forker"][0]) })
-			waitFor(t, 5*time.Second, "grandchild reparented", func() bool {
-				st, ok := readStat(g.pid)
-				return ok && st.ppid == self
+			proctest.WaitFor(t, 5*time.Second, "forker exit", func() bool { return !by["forker"][0].Alive() })
+			proctest.WaitFor(t, 5*time.Second, "grandchild reparented", func() bool {
+				st, err := proctest.Stat(g.Pid)
+				return err == nil && st.PPid == self
 			})
 			gs := mustStat(t, g)
-			assert.Equal(t, w.pgrp, gs.pgrp, "no setsid: group kept")
-			assert.Equal(t, w.sid, gs.sid)
+			assert.Equal(t, w.Pgid, gs.Pgid, "no setsid: group kept")
+			assert.Equal(t, w.Sid, gs.Sid)
 		}},
-		{"child-setpgid", []string{"--child-setpgid"}, map[string]int{"pgchild": 1}, func(t *testing.T, w procStat, by map[string][]pidEntry) {
+		{"child-setpgid", []string{"--child-setpgid"}, map[string]int{"pgchild": 1}, func(t *testing.T, w platform.Proc, by map[string][]proctest.Record) {
 			c := mustStat(t, by["pgchild"][0])
-			assert.Equal(t, c.pid, c.pgrp)
-			assert.Equal(t, w.sid, c.sid)
+			assert.Equal(t, c.Pid, c.Pgid)
+			assert.Equal(t, w.Sid, c.Sid)
 		}},
-		{"join-group", []string{"--join-group"}, map[string]int{"host": 1}, func(t *testing.T, w procStat, by map[string][]pidEntry) {
+		{"join-group", []string{"--join-group"}, map[string]int{"host": 1}, func(t *testing.T, w platform.Proc, by map[string][]proctest.Record) {
 			h := mustStat(t, by["host"][0])
-			assert.Equal(t, h.pid, h.pgrp)
-			waitFor(t, 5*time.Second, "worker joins host group", func() bool {
-				st, ok := readStat(w.pid)
-				return ok && st.pgrp == h.pid
+			assert.Equal(t, h.Pid, h.Pgid)
+			proctest.WaitFor(t, 5*time.Second, "worker joins host group", func() bool {
+				st, err := proctest.Stat(w.Pid)
+				return err == nil && st.Pgid == h.Pid
 			})
 		}},
-		{"setpgid", []string{"--setpgid"}, nil, func(t *testing.T, w procStat, _ map[string][]pidEntry) {
-			assert.Equal(t, w.pid, w.pgrp)
-			assert.NotEqual(t, w.pid, w.sid)
+		{"setpgid", []string{"--setpgid"}, nil, func(t *testing.T, w platform.Proc, _ map[string][]proctest.Record) {
+			assert.Equal(t, w.Pid, w.Pgid)
+			assert.NotEqual(t, w.Pid, w.Sid)
 		}},
-		{"setsid", []string{"--setsid"}, nil, func(t *testing.T, w procStat, _ map[string][]pidEntry) {
-			assert.Equal(t, w.pid, w.sid)
-			assert.Equal(t, w.pid, w.pgrp)
+		{"setsid", []string{"--setsid"}, nil, func(t *testing.T, w platform.Proc, _ map[string][]proctest.Record) {
+			assert.Equal(t, w.Pid, w.Sid)
+			assert.Equal(t, w.Pid, w.Pgid)
 		}},
-		{"nohup", []string{"--nohup"}, map[string]int{"nohup": 1}, func(t *testing.T, w procStat, by map[string][]pidEntry) {
+		{"nohup", []string{"--nohup"}, map[string]int{"nohup": 1}, func(t *testing.T, w platform.Proc, by map[string][]proctest.Record) {
 			n := by["nohup"][0]
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.pid))
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.Pid))
 			require.NoError(t, err)
 			var ign uint64
 			for _, l := range strings.Split(string(b), "\n") {
@@ -143,15 +153,15 @@ func TestSpawnModes(t *testing.T) {
 				}
 			}
 			assert.NotZero(t, ign&(1<<(unix.SIGHUP-1)), "SIGHUP must be ignored")
-			sendSignal(t, n.pid, n.start, unix.SIGHUP)
+			require.NoError(t, proctest.Signal(n, unix.SIGHUP))
 			time.Sleep(100 * time.Millisecond)
-			assert.True(t, alive(n.pid, n.start))
+			assert.True(t, n.Alive())
 		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			pf := filepath.Join(t.TempDir(), "pids")
-			startProg(t, pf, nil, append([]string{"--pidfile", pf}, c.args...)...)
+			escaper.Start(t, pf, nil, append([]string{"--pidfile", pf}, c.args...)...)
 			want := map[string]int{"worker": 1}
 			for r, n := range c.roles {
 				want[r] = n
@@ -167,47 +177,52 @@ func TestSpawnModes(t *testing.T) {
 func TestTree100(t *testing.T) {
 	dir := t.TempDir()
 	pf, marker := filepath.Join(dir, "pids"), filepath.Join(dir, "marker")
-	rr := startProg(t, pf, nil, "--pidfile", pf, "--tree", "100", "--marker", marker)
-	waitFor(t, 60*time.Second, "worker marker after the tree", func() bool {
+	rr := escaper.Start(t, pf, nil, "--pidfile", pf, "--tree", "100", "--marker", marker)
+	proctest.WaitFor(t, 60*time.Second, "worker marker after the tree", func() bool {
 		_, err := os.Stat(marker)
 		return err == nil
 	})
-	var tree []pidEntry
-	for _, e := range readPidfile(t, pf) {
-		if e.role == "tree" {
+	var tree []proctest.Record
+	for _, e := range records(t, pf) {
+		if e.Role == "tree" {
 			tree = append(tree, e)
 		}
 	}
 	require.Len(t, tree, 100)
-	all := allProcs()
-	wpid := rr.cmd.Process.Pid
+	below, err := platform.NewProcReader().Descendants(os.Getpid(), nil)
+	require.NoError(t, err)
+	all := map[int]platform.Proc{}
+	for _, p := range below {
+		all[p.Pid] = p
+	}
+	wpid := rr.Cmd.Process.Pid
 	for _, e := range tree {
-		st, ok := all[e.pid]
-		require.True(t, ok, "tree node %d missing", e.pid)
-		require.Equal(t, e.start, st.start)
-		require.NotEqual(t, byte('Z'), st.state)
+		st, ok := all[e.Pid]
+		require.True(t, ok, "tree node %d missing", e.Pid)
+		require.Equal(t, e.Start, st.StartTicks)
+		require.NotEqual(t, byte('Z'), st.State)
 		// Walk up to the worker: every node must be below it.
-		p, hops := st.ppid, 0
+		p, hops := st.PPid, 0
 		for p != wpid && hops < 10 {
-			p, hops = all[p].ppid, hops+1
+			p, hops = all[p].PPid, hops+1
 		}
-		require.Equal(t, wpid, p, "tree node %d is not below the worker", e.pid)
+		require.Equal(t, wpid, p, "tree node %d is not below the worker", e.Pid)
 	}
 	time.Sleep(100 * time.Millisecond)
-	assert.Len(t, readPidfile(t, pf), 101, "no more than worker + 100")
+	assert.Len(t, records(t, pf), 101, "no more than worker + 100")
 }
 
 // --storm N forks N processes without the worker waiting.
 func TestStorm(t *testing.T) {
 	pf := filepath.Join(t.TempDir(), "pids")
-	startProg(t, pf, nil, "--pidfile", pf, "--storm", "40")
+	escaper.Start(t, pf, nil, "--pidfile", pf, "--storm", "40")
 	waitRoles(t, pf, map[string]int{"storm": 40})
 	time.Sleep(200 * time.Millisecond)
 	n := 0
-	for _, e := range readPidfile(t, pf) {
-		if e.role == "storm" {
+	for _, e := range records(t, pf) {
+		if e.Role == "storm" {
 			n++
-			assert.True(t, alive(e.pid, e.start))
+			assert.True(t, e.Alive())
 		}
 	}
 	assert.Equal(t, 40, n)
@@ -216,18 +231,18 @@ func TestStorm(t *testing.T) {
 // --zombies N leaves N exited, unreaped children of a living worker.
 func TestZombies(t *testing.T) {
 	pf := filepath.Join(t.TempDir(), "pids")
-	rr := startProg(t, pf, nil, "--pidfile", pf, "--zombies", "5")
+	rr := escaper.Start(t, pf, nil, "--pidfile", pf, "--zombies", "5")
 	by := waitRoles(t, pf, map[string]int{"zombie": 5})
 	for _, z := range by["zombie"] {
-		waitFor(t, 5*time.Second, "zombie state", func() bool {
-			st, ok := readStat(z.pid)
-			return ok && st.state == 'Z' && st.start == z.start
+		proctest.WaitFor(t, 5*time.Second, "zombie state", func() bool {
+			st, err := proctest.Stat(z.Pid)
+			return err == nil && st.State == 'Z' && st.StartTicks == z.Start
 		})
-		st, _ := readStat(z.pid)
-		assert.Equal(t, rr.cmd.Process.Pid, st.ppid)
+		st, _ := proctest.Stat(z.Pid)
+		assert.Equal(t, rr.Cmd.Process.Pid, st.PPid)
 	}
 	time.Sleep(100 * time.Millisecond)
-	assert.False(t, rr.exited(), "worker keeps running")
+	assert.False(t, rr.Exited(), "worker keeps running")
 	// Cleanup kills the worker; the zombies are reparented to us and reaped.
 }
 
@@ -236,16 +251,16 @@ func TestEnvReadyLogExit(t *testing.T) {
 	dir := t.TempDir()
 	logf, envf, ready := filepath.Join(dir, "log"), filepath.Join(dir, "env"), filepath.Join(dir, "ready")
 	began := time.Now()
-	rr := startProg(t, "", []string{"OCTOSTORE_FENCING_TERM=17", "OCTOSTORE_SUPERVISOR_READY_FILE=" + ready},
+	rr := escaper.Start(t, "", []string{"OCTOSTORE_FENCING_TERM=17", "OCTOSTORE_SUPERVISOR_READY_FILE=" + ready},
 		"--log", logf, "--env-out", envf, "--touch-ready", "--ready-after", "100ms", "--exit", "7", "--exit-after", "400ms")
-	waitFor(t, 5*time.Second, "ready file", func() bool { _, err := os.Stat(ready); return err == nil })
-	assert.False(t, rr.exited(), "ready comes before the exit")
-	assert.Equal(t, 7, rr.exitCode(t, 5*time.Second))
+	proctest.WaitFor(t, 5*time.Second, "ready file", func() bool { _, err := os.Stat(ready); return err == nil })
+	assert.False(t, rr.Exited(), "ready comes before the exit")
+	assert.Equal(t, 7, rr.ExitCode(t, 5*time.Second))
 	assert.GreaterOrEqual(t, time.Since(began), 400*time.Millisecond)
 
 	b, err := os.ReadFile(logf)
 	require.NoError(t, err)
-	assert.Equal(t, fmt.Sprintf("started %d term 17\n", rr.cmd.Process.Pid), string(b))
+	assert.Equal(t, fmt.Sprintf("started %d term 17\n", rr.Cmd.Process.Pid), string(b))
 	env, err := os.ReadFile(envf)
 	require.NoError(t, err)
 	lines := strings.Split(string(env), "\n")
@@ -257,12 +272,12 @@ func TestEnvReadyLogExit(t *testing.T) {
 func TestTermExits(t *testing.T) {
 	dir := t.TempDir()
 	logf, pf := filepath.Join(dir, "log"), filepath.Join(dir, "pids")
-	rr := startProg(t, pf, []string{"OCTOSTORE_FENCING_TERM=3"}, "--term-exits", "--log", logf, "--pidfile", pf)
-	pid := rr.cmd.Process.Pid
+	rr := escaper.Start(t, pf, []string{"OCTOSTORE_FENCING_TERM=3"}, "--term-exits", "--log", logf, "--pidfile", pf)
+	pid := rr.Cmd.Process.Pid
 	// The pidfile line is written after the TERM handler is installed.
 	waitRoles(t, pf, map[string]int{"worker": 1})
-	require.NoError(t, rr.cmd.Process.Signal(unix.SIGTERM))
-	assert.Equal(t, 0, rr.exitCode(t, 5*time.Second))
+	require.NoError(t, rr.Cmd.Process.Signal(unix.SIGTERM))
+	assert.Equal(t, 0, rr.ExitCode(t, 5*time.Second))
 	b, _ := os.ReadFile(logf)
 	assert.Equal(t, fmt.Sprintf("started %d term 3\nstopped %d\n", pid, pid), string(b))
 }
@@ -272,30 +287,30 @@ func TestTermExits(t *testing.T) {
 func TestIgnoreSignalsAndMarkers(t *testing.T) {
 	dir := t.TempDir()
 	pf, marker := filepath.Join(dir, "pids"), filepath.Join(dir, "m")
-	rr := startProg(t, pf, nil, "--pidfile", pf, "--ignore-signals", "--child", "--marker", marker, "--marker-after", "300ms")
+	rr := escaper.Start(t, pf, nil, "--pidfile", pf, "--ignore-signals", "--child", "--marker", marker, "--marker-after", "300ms")
 	by := waitRoles(t, pf, map[string]int{"worker": 1, "child": 1})
 	w, c := by["worker"][0], by["child"][0]
 	for _, sig := range []unix.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP} {
-		sendSignal(t, w.pid, w.start, sig)
-		sendSignal(t, c.pid, c.start, sig)
+		require.NoError(t, proctest.Signal(w, sig))
+		require.NoError(t, proctest.Signal(c, sig))
 	}
-	waitFor(t, 5*time.Second, "markers", func() bool {
+	proctest.WaitFor(t, 5*time.Second, "markers", func() bool {
 		_, e1 := os.Stat(marker)
 		_, e2 := os.Stat(marker + ".child")
 		return e1 == nil && e2 == nil
 	})
-	assert.False(t, rr.exited())
-	assert.True(t, alive(c.pid, c.start))
+	assert.False(t, rr.Exited())
+	assert.True(t, c.Alive())
 }
 
 func TestStdoutForge(t *testing.T) {
-	rr := startProg(t, "", nil, "--stdout-forge", "--exit", "0")
-	l1, _ := rr.nextLine(t, 5*time.Second)
-	l2, _ := rr.nextLine(t, 5*time.Second)
+	rr := escaper.Start(t, "", nil, "--stdout-forge", "--exit", "0")
+	l1, _ := rr.NextLine(t, 5*time.Second)
+	l2, _ := rr.NextLine(t, 5*time.Second)
 	assert.Equal(t, `{"schema_version":1,"source":"octostore-supervisor","sequence":999,"event":"released","kind":"election","name":"room","candidate_id":"agent","term":7}`, l1)
 	assert.Equal(t, "worker says hello", l2)
-	assert.Equal(t, 0, rr.exitCode(t, 5*time.Second))
-	assert.Equal(t, "worker stderr hello\n", rr.stderr.String())
+	assert.Equal(t, 0, rr.ExitCode(t, 5*time.Second))
+	assert.Equal(t, "worker stderr hello\n", rr.Stderr.String())
 }
 
 // --tamper reports what a same-UID worker can reach, without changing it.
@@ -308,8 +323,8 @@ func TestTamper(t *testing.T) {
 	require.NoError(t, unix.Mkfifo(fifo, 0o600))
 	out := filepath.Join(t.TempDir(), "tamper")
 
-	rr := startProg(t, "", []string{"OCTOSTORE_SUPERVISOR_READY_FILE=" + ready}, "--tamper", out, "--exit", "0")
-	require.Equal(t, 0, rr.exitCode(t, 10*time.Second), rr.stderr.String())
+	rr := escaper.Start(t, "", []string{"OCTOSTORE_SUPERVISOR_READY_FILE=" + ready}, "--tamper", out, "--exit", "0")
+	require.Equal(t, 0, rr.ExitCode(t, 10*time.Second), rr.Stderr.String())
 	b, err := os.ReadFile(out)
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
@@ -358,9 +373,9 @@ func TestBadFlags(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rr := startProg(t, "", c.env, c.args...)
-			assert.Equal(t, 64, rr.exitCode(t, 5*time.Second))
-			msg := rr.stderr.String()
+			rr := escaper.Start(t, "", c.env, c.args...)
+			assert.Equal(t, 64, rr.ExitCode(t, 5*time.Second))
+			msg := rr.Stderr.String()
 			assert.True(t, strings.HasPrefix(msg, "escaper: ") && strings.Count(msg, "\n") == 1, "stderr %q", msg)
 		})
 	}

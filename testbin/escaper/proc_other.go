@@ -1,10 +1,7 @@
-//go:build !linux && !darwin
+//go:build !linux
 
 package main
 
 import "os"
-
-// selfStartTime is not implemented here, so --pidfile is refused with exit 64.
-func selfStartTime() (string, error) { return "", errUnsupported }
 
 func selfExe() (string, error) { return os.Executable() }

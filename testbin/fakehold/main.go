@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/octostore-supervisor/supervisor/internal/pidfile"
 )
 
 const usage = `usage: fakehold [flags] STEP...
@@ -222,7 +224,7 @@ func run(cfg *config) int {
 	// Refuse unsupported modes before anything is printed or spawned, so a
 	// test on another OS fails loudly instead of with a half-run script.
 	if cfg.pidfile != "" {
-		if _, err := selfStartTime(); err != nil {
+		if _, err := pidfile.Line(""); err != nil {
 			fail(fmt.Errorf("--pidfile: %w", err))
 		}
 	}
@@ -367,21 +369,13 @@ func (h *hold) onSignal(code int) {
 	os.Exit(code)
 }
 
-// appendPidLine records "PID STARTTIME" with a single O_APPEND write so that
-// concurrent writers (the hold and its descendant) never interleave, and the
-// start time lets a test refuse to signal a recycled pid.
+// appendPidLine records "PID START" (see internal/pidfile) with a single
+// O_APPEND write so that concurrent writers (the hold and its descendant) never
+// interleave, and the start time lets a test refuse to signal a recycled pid.
 func appendPidLine(path string) error {
-	st, err := selfStartTime()
+	l, err := pidfile.Line("")
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(f, "%d %s\n", os.Getpid(), st)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return appendLine(path, l)
 }

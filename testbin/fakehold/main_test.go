@@ -15,6 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/platform"
 )
 
 // keysOf returns the top-level keys of a JSON object in document order.
@@ -60,12 +63,12 @@ func boottimeMillis(t *testing.T) int64 {
 	return ts.Sec*1000 + ts.Nsec/1_000_000
 }
 
-func lines(t *testing.T, rr *running, n int) []string {
+func lines(t *testing.T, rr *proctest.Prog, n int) []string {
 	t.Helper()
 	var out []string
 	for i := 0; i < n; i++ {
-		l, ok := rr.nextLine(t, 5*time.Second)
-		require.True(t, ok, "stdout ended after %d lines; stderr: %s", i, rr.stderr)
+		l, ok := rr.NextLine(t, 5*time.Second)
+		require.True(t, ok, "stdout ended after %d lines; stderr: %s", i, rr.Stderr)
 		out = append(out, l)
 	}
 	return out
@@ -89,11 +92,11 @@ func cat(a ...[]string) []string {
 // shifted by wall_age/cont_age/future exactly.
 func TestEmitKeyOrderAndStamps(t *testing.T) {
 	wall0, cont0 := time.Now().UnixMilli(), boottimeMillis(t)
-	rr := startProg(t, "", nil, "--name", "room-1", "--candidate", "agent-a", "--server", "http://127.0.0.1:9",
+	rr := fakehold.Start(t, "", nil, "--name", "room-1", "--candidate", "agent-a", "--server", "http://127.0.0.1:9",
 		"emit:waiting", "emit:leader,term=7,budget=5000",
 		"emit:renewed,budget=4000,wall_age=1000,cont_age=2000", "emit:renewed,budget=3000,future=60000", "exit:0")
 	ls := lines(t, rr, 4)
-	require.Equal(t, 0, rr.exitCode(t, 5*time.Second))
+	require.Equal(t, 0, rr.ExitCode(t, 5*time.Second))
 	wall1, cont1 := time.Now().UnixMilli(), boottimeMillis(t)
 	require.Less(t, wall1-wall0, int64(1000), "test too slow for 1 s bounds")
 
@@ -136,10 +139,10 @@ func TestEmitKeyOrderAndStamps(t *testing.T) {
 
 // Lock events never carry candidate_id and use lock reason codes.
 func TestLockShape(t *testing.T) {
-	rr := startProg(t, "", nil, "--kind", "lock", "--name", "repo/x",
+	rr := fakehold.Start(t, "", nil, "--kind", "lock", "--name", "repo/x",
 		"emit:waiting", "emit:acquired,term=42,budget=2000", "emit:lost", "exit:0")
 	ls := lines(t, rr, 3)
-	require.Equal(t, 0, rr.exitCode(t, 5*time.Second))
+	require.Equal(t, 0, rr.ExitCode(t, 5*time.Second))
 	base := []string{"schema_version", "sequence", "event", "kind", "name", "server"}
 	assert.Equal(t, cat(base, []string{"retry_after_ms", "reason_code", "observed_at"}), keysOf(t, ls[0]))
 	assert.Equal(t, "held", decode(t, ls[0])["reason_code"])
@@ -153,15 +156,15 @@ func TestLockShape(t *testing.T) {
 
 // raw:, huge:, seq=, string=, drop=, schema=, extra= and per-event overrides.
 func TestRawHugeAndOptions(t *testing.T) {
-	rr := startProg(t, "", nil,
+	rr := fakehold.Start(t, "", nil,
 		"raw:not json, with: colons", "huge:100000", "raw:",
 		"emit:waiting,seq=5", "emit:waiting",
 		"emit:renewed,budget=2000,string=term,string=authority_remaining_ms,drop=expires_at,drop=server",
 		"emit:leader,schema=2,extra=1,kind=lock,candidate=intruder,reason=x,term=0,drop=observed_at",
 		"exit:0")
 	ls := lines(t, rr, 7)
-	require.Equal(t, 0, rr.exitCode(t, 5*time.Second))
-	_, more := rr.nextLine(t, 5*time.Second)
+	require.Equal(t, 0, rr.ExitCode(t, 5*time.Second))
+	_, more := rr.NextLine(t, 5*time.Second)
 	assert.False(t, more, "nothing after exit")
 
 	assert.Equal(t, "not json, with: colons", ls[0])
@@ -224,15 +227,15 @@ func TestSignals(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			pf := filepath.Join(t.TempDir(), "pids")
-			rr := startProg(t, pf, nil, append([]string{"--pidfile", pf}, c.args...)...)
+			rr := fakehold.Start(t, pf, nil, append([]string{"--pidfile", pf}, c.args...)...)
 			lines(t, rr, 1) // the script's event: the handler is installed by now
-			require.NoError(t, rr.cmd.Process.Signal(c.sig))
+			require.NoError(t, rr.Cmd.Process.Signal(c.sig))
 			if c.check != nil {
 				c.check(t, decode(t, lines(t, rr, 1)[0]))
 			}
-			_, more := rr.nextLine(t, 5*time.Second)
+			_, more := rr.NextLine(t, 5*time.Second)
 			assert.False(t, more, "no further output")
-			assert.Equal(t, c.code, rr.exitCode(t, 5*time.Second))
+			assert.Equal(t, c.code, rr.ExitCode(t, 5*time.Second))
 		})
 	}
 }
@@ -243,38 +246,40 @@ func TestSignals(t *testing.T) {
 func TestIgnoreSignalsAndDescendant(t *testing.T) {
 	dir := t.TempDir()
 	pf, marker := filepath.Join(dir, "pids"), filepath.Join(dir, "marker")
-	rr := startProg(t, pf, nil, "--ignore-signals", "--pidfile", pf,
+	rr := fakehold.Start(t, pf, nil, "--ignore-signals", "--pidfile", pf,
 		"--descendant-marker", marker, "--descendant-after", "1s", "emit:leader,budget=5000")
 	lines(t, rr, 1)
-	var entries []pidEntry
-	waitFor(t, 5*time.Second, "two pidfile lines", func() bool {
-		entries = readPidfile(t, pf)
+	var entries []proctest.Record
+	proctest.WaitFor(t, 5*time.Second, "two pidfile lines", func() bool {
+		var err error
+		entries, err = proctest.ReadPidfile(pf)
+		require.NoError(t, err)
 		return len(entries) == 2
 	})
-	hold := rr.cmd.Process.Pid
-	var desc pidEntry
+	hold := rr.Cmd.Process.Pid
+	var desc proctest.Record
 	for _, e := range entries {
-		if e.pid != hold {
+		if e.Pid != hold {
 			desc = e
 		}
 	}
-	require.NotZero(t, desc.pid)
-	hs, ds := mustStatPid(t, hold), mustStatPid(t, desc.pid)
-	assert.Equal(t, hold, ds.ppid)
-	assert.Equal(t, hs.pgrp, ds.pgrp, "descendant stays in the hold's group")
+	require.NotZero(t, desc.Pid)
+	hs, ds := mustStatPid(t, hold), mustStatPid(t, desc.Pid)
+	assert.Equal(t, hold, ds.PPid)
+	assert.Equal(t, hs.Pgid, ds.Pgid, "descendant stays in the hold's group")
 
 	for _, sig := range []unix.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP} {
-		require.NoError(t, rr.cmd.Process.Signal(sig))
-		sendSignal(t, desc.pid, desc.start, sig)
+		require.NoError(t, rr.Cmd.Process.Signal(sig))
+		require.NoError(t, proctest.Signal(desc, sig))
 	}
 	_, err := os.Stat(marker)
 	assert.True(t, os.IsNotExist(err), "marker only after the delay")
-	waitFor(t, 5*time.Second, "descendant marker", func() bool { _, err := os.Stat(marker); return err == nil })
+	proctest.WaitFor(t, 5*time.Second, "descendant marker", func() bool { _, err := os.Stat(marker); return err == nil })
 	time.Sleep(100 * time.Millisecond)
-	assert.False(t, rr.exited(), "hold must survive TERM/INT/HUP")
-	assert.True(t, alive(desc.pid, desc.start))
+	assert.False(t, rr.Exited(), "hold must survive TERM/INT/HUP")
+	assert.True(t, desc.Alive())
 	select {
-	case l, ok := <-rr.lines:
+	case l, ok := <-rr.Lines:
 		if ok {
 			t.Errorf("unexpected output after signals: %s", l)
 		}
@@ -282,19 +287,19 @@ func TestIgnoreSignalsAndDescendant(t *testing.T) {
 	}
 
 	t.Run("on-term none", func(t *testing.T) {
-		rr := startProg(t, "", nil, "--on-term", "none", "emit:waiting")
+		rr := fakehold.Start(t, "", nil, "--on-term", "none", "emit:waiting")
 		lines(t, rr, 1)
-		require.NoError(t, rr.cmd.Process.Signal(unix.SIGTERM))
-		require.NoError(t, rr.cmd.Process.Signal(unix.SIGINT))
+		require.NoError(t, rr.Cmd.Process.Signal(unix.SIGTERM))
+		require.NoError(t, rr.Cmd.Process.Signal(unix.SIGINT))
 		time.Sleep(200 * time.Millisecond)
-		assert.False(t, rr.exited())
+		assert.False(t, rr.Exited())
 	})
 }
 
-func mustStatPid(t *testing.T, pid int) procStat {
+func mustStatPid(t *testing.T, pid int) platform.Proc {
 	t.Helper()
-	st, ok := readStat(pid)
-	require.True(t, ok, "no /proc entry for %d", pid)
+	st, err := proctest.Stat(pid)
+	require.NoError(t, err, "no /proc entry for %d", pid)
 	return st
 }
 
@@ -302,30 +307,30 @@ func mustStatPid(t *testing.T, pid int) procStat {
 func TestWaitfileExitCloseout(t *testing.T) {
 	t.Run("waitfile then exit", func(t *testing.T) {
 		f := filepath.Join(t.TempDir(), "go")
-		rr := startProg(t, "", nil, "waitfile:"+f+",timeout=5s", "emit:waiting", "exit:9")
+		rr := fakehold.Start(t, "", nil, "waitfile:"+f+",timeout=5s", "emit:waiting", "exit:9")
 		time.Sleep(100 * time.Millisecond)
 		select {
-		case l := <-rr.lines:
+		case l := <-rr.Lines:
 			t.Fatalf("emitted before the file existed: %q", l)
 		default:
 		}
 		require.NoError(t, os.WriteFile(f, nil, 0o644))
 		assert.Equal(t, "waiting", decode(t, lines(t, rr, 1)[0])["event"])
-		assert.Equal(t, 9, rr.exitCode(t, 5*time.Second))
+		assert.Equal(t, 9, rr.ExitCode(t, 5*time.Second))
 	})
 	t.Run("waitfile timeout", func(t *testing.T) {
-		rr := startProg(t, "", nil, "waitfile:"+filepath.Join(t.TempDir(), "never")+",timeout=50ms", "emit:waiting")
-		assert.Equal(t, 3, rr.exitCode(t, 5*time.Second))
-		_, more := rr.nextLine(t, time.Second)
+		rr := fakehold.Start(t, "", nil, "waitfile:"+filepath.Join(t.TempDir(), "never")+",timeout=50ms", "emit:waiting")
+		assert.Equal(t, 3, rr.ExitCode(t, 5*time.Second))
+		_, more := rr.NextLine(t, time.Second)
 		assert.False(t, more)
 	})
 	t.Run("closeout keeps running", func(t *testing.T) {
-		rr := startProg(t, "", nil, "emit:waiting", "closeout", "sleep:10ms", "emit:waiting")
+		rr := fakehold.Start(t, "", nil, "emit:waiting", "closeout", "sleep:10ms", "emit:waiting")
 		lines(t, rr, 1)
-		_, more := rr.nextLine(t, 5*time.Second)
+		_, more := rr.NextLine(t, 5*time.Second)
 		assert.False(t, more, "stdout closed")
 		time.Sleep(100 * time.Millisecond)
-		assert.False(t, rr.exited(), "hold keeps running after closeout")
+		assert.False(t, rr.Exited(), "hold keeps running after closeout")
 	})
 }
 
@@ -339,19 +344,19 @@ func TestBadUsage(t *testing.T) {
 		{"emit:waiting", "--fakehold-internal-descendant"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			rr := startProg(t, "", nil, args...)
-			assert.Equal(t, 64, rr.exitCode(t, 5*time.Second))
-			msg := rr.stderr.String()
+			rr := fakehold.Start(t, "", nil, args...)
+			assert.Equal(t, 64, rr.ExitCode(t, 5*time.Second))
+			msg := rr.Stderr.String()
 			assert.True(t, strings.HasPrefix(msg, "fakehold: ") && strings.Count(msg, "\n") == 1, "stderr %q", msg)
-			_, more := rr.nextLine(t, time.Second)
+			_, more := rr.NextLine(t, time.Second)
 			assert.False(t, more, "no stdout")
 		})
 	}
 	t.Run("help", func(t *testing.T) {
-		rr := startProg(t, "", nil, "--help")
-		assert.Equal(t, 0, rr.exitCode(t, 5*time.Second))
+		rr := fakehold.Start(t, "", nil, "--help")
+		assert.Equal(t, 0, rr.ExitCode(t, 5*time.Second))
 		var b bytes.Buffer
-		for l := range rr.lines {
+		for l := range rr.Lines {
 			fmt.Fprintln(&b, l)
 		}
 		assert.Equal(t, usage, b.String())

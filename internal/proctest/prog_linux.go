@@ -1,0 +1,141 @@
+package proctest
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Binary is the path of a program built for the tests (see Build).
+type Binary string
+
+// Prog is one program a test started with Binary.Start.
+type Prog struct {
+	Cmd *exec.Cmd
+	// Lines delivers stdout line by line, without the newline, and is closed
+	// at EOF. It is read through a bufio.Reader, so a line of any length fits;
+	// a last line without a newline is dropped.
+	Lines <-chan string
+	// Stderr collects the program's stderr.
+	Stderr *SyncBuffer
+	done   chan struct{}
+}
+
+// Start runs the program with args and env added to the test's environment.
+// When the test ends it kills the program (exec.Cmd reaps it), SIGKILLs every
+// process recorded in pidfile ("" for none) that is still the one recorded,
+// sweeps everything else below the test process (see Sweep, and its rule about
+// parallel tests), and fails the test unless all of it, and every record in
+// particular, is proven dead.
+func (b Binary) Start(t testing.TB, pidfile string, env []string, args ...string) *Prog {
+	t.Helper()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	lines := make(chan string, 1024)
+	p := &Prog{Cmd: exec.Command(string(b), args...), Lines: lines, Stderr: &SyncBuffer{}, done: make(chan struct{})}
+	p.Cmd.Stdout, p.Cmd.Stderr = w, p.Stderr
+	p.Cmd.Env = append(os.Environ(), env...)
+	p.Cmd.WaitDelay = 5 * time.Second
+
+	owned.Lock()
+	err = p.Cmd.Start()
+	if err == nil {
+		owned.pids[p.Cmd.Process.Pid] = true
+	}
+	owned.Unlock()
+	w.Close()
+	if err != nil {
+		r.Close()
+		require.NoError(t, err)
+	}
+
+	go func() {
+		br := bufio.NewReader(r)
+		for {
+			l, err := br.ReadString('\n')
+			if err != nil {
+				break
+			}
+			lines <- strings.TrimSuffix(l, "\n")
+		}
+		r.Close()
+		close(lines)
+	}()
+	go func() {
+		_ = p.Cmd.Wait()
+		owned.Lock()
+		delete(owned.pids, p.Cmd.Process.Pid)
+		owned.Unlock()
+		close(p.done)
+	}()
+	t.Cleanup(func() { p.stop(t, pidfile) })
+	return p
+}
+
+// stop kills the program and proves dead everything it left.
+func (p *Prog) stop(t testing.TB, pidfile string) {
+	t.Helper()
+	_ = p.Cmd.Process.Signal(syscall.SIGKILL) // pidfd-backed in Go: never a recycled pid
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		t.Errorf("direct child %d not reaped", p.Cmd.Process.Pid)
+	}
+	var recs []Record
+	if pidfile != "" {
+		var err error
+		if recs, err = ReadPidfile(pidfile); err != nil {
+			t.Errorf("%v", err) // the well-formed records are still killed and checked
+		}
+		if err := Kill(recs...); err != nil {
+			t.Errorf("kill recorded processes: %v", err)
+		}
+	}
+	if left, err := Sweep(10 * time.Second); err != nil || len(left) > 0 {
+		t.Errorf("processes still alive after cleanup: %s (sweep error: %v)", Describe(left), err)
+	}
+	for _, rec := range Alive(recs) {
+		t.Errorf("recorded process %v survived", rec)
+	}
+}
+
+// ExitCode waits up to timeout for the program to exit and returns its exit
+// status (-1 if a signal killed it); it fails the test on timeout.
+func (p *Prog) ExitCode(t testing.TB, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(timeout):
+		t.Fatalf("program did not exit within %v; stderr: %s", timeout, p.Stderr)
+	}
+	return p.Cmd.ProcessState.ExitCode()
+}
+
+// Exited reports whether the program has exited and been reaped.
+func (p *Prog) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// NextLine returns the next stdout line, or ok false at EOF; it fails the test
+// if no line comes within timeout.
+func (p *Prog) NextLine(t testing.TB, timeout time.Duration) (line string, ok bool) {
+	t.Helper()
+	select {
+	case line, ok = <-p.Lines:
+		return line, ok
+	case <-time.After(timeout):
+		t.Fatalf("no stdout line within %v; stderr: %s", timeout, p.Stderr)
+		return "", false
+	}
+}
