@@ -20,8 +20,11 @@ vet:
 
 # The integration tests run real processes (some as the unprivileged user
 # nobody, some inside a pids cgroup), so they want root, as CI has.
+# The contain suite runs twice: with the backend auto picks (cgroup as root on
+# Linux) and with the process-group backend.
 test: vet
 	$(GO) test -race -count=1 -timeout 25m -parallel 4 ./...
+	OCTOSTORE_TEST_CONTAINMENT=process-group $(GO) test -race -count=1 -timeout 25m -parallel 4 ./contain/
 
 # Build and vet every supported target.
 cross:

@@ -49,7 +49,7 @@ type Config struct {
 	ReleaseBudget time.Duration // how long the hold gets to release after SIGTERM
 	ProofBound    time.Duration // how long teardown waits for the kernel to show a group empty
 	WorkerOutput  WorkerOutput
-	Containment   string // "auto" or "process-group" on this platform
+	Backend       Backend // resolved by ResolveBackend before Supervise
 
 	Stdout io.Writer // supervisor lines
 	Stderr io.Writer // diagnostics
@@ -81,6 +81,9 @@ type Report struct {
 	Killed      int        `json:"killed"`
 	DurationMs  int64      `json:"duration_ms"`
 	Survivors   []Survivor `json:"survivors,omitempty"`
+
+	CPUMicros       uint64 `json:"cpu_usec,omitempty"`          // cgroup: CPU time of the whole group
+	MemoryPeakBytes uint64 `json:"memory_peak_bytes,omitempty"` // cgroup with the memory controller
 }
 
 // Survivor is a process still alive after the final kill and the proof bound.

@@ -38,6 +38,9 @@ type guardian struct {
 	killMs  int64
 	expired bool
 	timer   *platform.ContinuousTimer
+
+	backend Backend
+	cg      *cgroupRun // cgroup backend: the run's leaves, one per group
 }
 
 type shimGroup struct {
@@ -80,6 +83,10 @@ func GuardianMain() int {
 	}
 	g.grace = time.Duration(init.GraceMs) * time.Millisecond
 	g.proof = time.Duration(init.ProofMs) * time.Millisecond
+	g.backend = Backend{Name: BackendProcessGroup}
+	if init.Backend != nil {
+		g.backend = *init.Backend
+	}
 	if g.timer, err = platform.NewContinuousTimer(); err != nil {
 		_ = g.main.send(msg{Op: opReady, Reply: true, ID: init.ID, Err: err.Error()})
 		return ExitSoftware
@@ -89,7 +96,7 @@ func GuardianMain() int {
 		g.containAll()
 		return ExitSoftware
 	}
-	_ = g.main.send(msg{Op: opReady, Reply: true, ID: init.ID, Pid: g.groups[groupHold].pid})
+	_ = g.main.send(msg{Op: opReady, Reply: true, ID: init.ID})
 	return g.loop()
 }
 
@@ -97,16 +104,42 @@ func (g *guardian) startGroups(init msg) error {
 	// Closed through the *os.File: a raw close would leave its finalizer to close
 	// whatever descriptor later reuses the number.
 	events := os.NewFile(fdOut, "events")
-	hold, err := g.spawnShim(groupHold, events, os.Stderr, msg{Op: opInit, Argv: init.Argv, Env: init.Env})
-	events.Close() // only the hold may hold the event pipe open
-	if err != nil {
-		return err
-	}
-	hold.started = true
 	out := os.NewFile(fdErr, "worker-out")
-	_, err = g.spawnShim(groupWorker, out, os.Stderr, msg{Op: opInit, Gated: true, Argv: init.WorkerArgv, Env: init.WorkerEnv})
-	out.Close()
+	defer events.Close() // only the hold may hold the event pipe open
+	defer out.Close()
+	groups := []string{groupWorker}
+	if len(init.Argv) > 0 {
+		groups = append(groups, groupHold)
+	}
+	if g.backend.Name == BackendCgroup {
+		cg, err := createRun(g.backend, init.RunName, groups)
+		if err != nil {
+			return err
+		}
+		g.cg = cg
+	}
+	if len(init.Argv) > 0 {
+		hold, err := g.spawnShim(groupHold, events, os.Stderr, msg{Op: opInit, Argv: init.Argv, Env: init.Env})
+		if err != nil {
+			return err
+		}
+		hold.started = true
+	}
+	events.Close()
+	// run mode has no authority: the worker starts at once.
+	worker, err := g.spawnShim(groupWorker, out, os.Stderr, msg{Op: opInit, Gated: !init.Ungated, Argv: init.WorkerArgv, Env: init.WorkerEnv})
+	if err == nil && init.Ungated {
+		worker.started = true
+	}
 	return err
+}
+
+// leafOf is the group's cgroup leaf, nil under the process-group backend.
+func (g *guardian) leafOf(grp *shimGroup) *leaf {
+	if g.cg == nil {
+		return nil
+	}
+	return g.cg.leaves[grp.name]
 }
 
 func (g *guardian) spawnShim(name string, out, errf *os.File, init msg) (*shimGroup, error) {
@@ -119,8 +152,21 @@ func (g *guardian) spawnShim(name string, out, errf *os.File, init msg) (*shimGr
 		return nil, fmt.Errorf("open %s: %w", os.DevNull, err)
 	}
 	defer devnull.Close()
+	files := []*os.File{devnull, devnull, os.Stderr, theirs, out, errf}
+	if g.cg != nil {
+		// The shim stays outside the leaf (it must outlive cgroup.kill to reap);
+		// it gets the leaf as fd 6 and starts its program inside it.
+		l := g.cg.leaves[name]
+		lf, err := l.open()
+		if err != nil {
+			return nil, err
+		}
+		defer lf.Close()
+		files = append(files, lf)
+		init.Leaf, init.Join = l.dir, g.backend.Join
+	}
 	g.mu.Lock() // the shim must be registered before the reaper can see it exit
-	pid, err := startHelper(ShimArg, []*os.File{devnull, devnull, os.Stderr, theirs, out, errf}, false)
+	pid, err := startHelper(ShimArg, files, false)
 	grp := &shimGroup{name: name, pid: pid, conn: newConn(mine), gone: make(chan struct{})}
 	if err == nil {
 		g.groups[name] = grp
@@ -153,6 +199,9 @@ func (g *guardian) loop() int {
 		}
 	}()
 	hold, worker := g.groups[groupHold], g.groups[groupWorker]
+	if hold == nil { // run mode: no hold; a group that never delivers
+		hold = &shimGroup{name: groupHold}
+	}
 	for {
 		select {
 		case m, ok := <-mainIn:
@@ -220,8 +269,10 @@ func (g *guardian) handle(m msg) msg {
 		}
 		rep := g.contain(grp, until)
 		reply.Report = &rep
+	case opSignal:
+		g.forward(g.groups[groupWorker], syscall.Signal(m.Signal))
 	case opRelease:
-		if grp := g.groups[groupHold]; !grp.closed {
+		if grp := g.groups[groupHold]; grp != nil && !grp.closed {
 			_ = grp.conn.send(msg{Op: opRelease})
 		}
 	default:
@@ -342,6 +393,9 @@ func (g *guardian) rootOf(grp *shimGroup) (int, []int) {
 // sweep touches only grp, so containAll may run one per group concurrently.
 func (g *guardian) sweep(grp *shimGroup, root int, skip []int, termUntil time.Time) Report {
 	s := newSweeper()
+	if l := g.leafOf(grp); l != nil {
+		s.backend, s.container, s.members = BackendCgroup, l.killAndWait, l.members
+	}
 	rep := s.terminate(root, skip, termUntil, g.proof, os.Stderr)
 	if root == grp.pid && !g.shimAlive(grp) {
 		// The shim died (a worker can SIGKILL it) before or while we swept: its
@@ -360,6 +414,12 @@ func (g *guardian) sweep(grp *shimGroup, root int, skip []int, termUntil time.Ti
 	if rep.ProvenEmpty {
 		g.killShim(grp)
 		grp.closed = true
+		if l := g.leafOf(grp); l != nil {
+			l.stats(&rep)
+			if err := removeDir(l.dir); err != nil {
+				fmt.Fprintf(os.Stderr, "octostore-supervisor: %v\n", err)
+			}
+		}
 	}
 	grp.tried = true
 	grp.report = rep
@@ -422,4 +482,26 @@ func (g *guardian) containAll() {
 	}
 	wg.Wait()
 	newSweeper().terminate(os.Getpid(), unproven, time.Now(), g.proof, os.Stderr)
+	if g.cg != nil && len(unproven) == 0 {
+		g.cg.remove(os.Stderr)
+	}
+}
+
+// forward delivers sig to every live member of a group: its tree below the shim
+// and, under the cgroup backend, every process in its leaf.
+func (g *guardian) forward(grp *shimGroup, sig syscall.Signal) {
+	if grp == nil || grp.closed {
+		return
+	}
+	s := newSweeper()
+	if live, err := s.alive(grp.pid, nil); err == nil {
+		_ = s.signalAll(live, sig)
+	}
+	if l := g.leafOf(grp); l != nil {
+		for _, pid := range l.members() {
+			if p, err := s.r.Stat(pid); err == nil {
+				_ = s.r.Signal(p, sig)
+			}
+		}
+	}
 }

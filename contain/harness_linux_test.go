@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -72,6 +73,27 @@ func liveDescendants(root int) []platform.Proc {
 	return live
 }
 
+// testContainment runs the whole suite under one backend: make test runs it
+// once with the default (auto) and once with process-group.
+var testContainment = os.Getenv("OCTOSTORE_TEST_CONTAINMENT")
+
+// wantBackend is the backend a run started with s reports: auto picks cgroup
+// here as root, and process-group for an unprivileged supervisor.
+func wantBackend(s sc) string {
+	for i, f := range s.flags {
+		if f == "--containment" && i+1 < len(s.flags) {
+			return s.flags[i+1]
+		}
+	}
+	switch {
+	case testContainment != "" && testContainment != "auto":
+		return testContainment
+	case s.uid != 0 || os.Geteuid() != 0:
+		return "process-group"
+	}
+	return "cgroup"
+}
+
 // sc describes one supervised run. Paths may use {dir}, the test's own directory.
 type sc struct {
 	kind        string   // election (default) or lock
@@ -98,6 +120,7 @@ type run struct {
 	code  int
 	began time.Time
 	gsess chan platform.Proc // the guardian, whose session holds all our helpers
+	sc    sc
 }
 
 func start(t *testing.T, s sc) *run {
@@ -135,6 +158,9 @@ func start(t *testing.T, s sc) *run {
 		require.NoError(t, os.WriteFile(hold, []byte(pre), 0o755))
 	}
 	args := append([]string{kind}, s.flags...)
+	if testContainment != "" && !slices.Contains(s.flags, "--containment") {
+		args = append(args, "--containment", testContainment)
+	}
 	args = append(args, "room", cand, worker, "--", hold, "--kind", kind, "--pidfile", dir+"/hold.pids")
 	for _, h := range s.hold {
 		args = append(args, expand(h))
@@ -155,7 +181,7 @@ func start(t *testing.T, s sc) *run {
 	if s.uid != 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: s.uid, Gid: s.uid}
 	}
-	r := &run{t: t, dir: dir, cmd: cmd, out: newLines(), errb: &syncBuf{}, done: make(chan struct{}), code: -1, gsess: make(chan platform.Proc, 1)}
+	r := &run{t: t, dir: dir, cmd: cmd, out: newLines(), errb: &syncBuf{}, done: make(chan struct{}), code: -1, gsess: make(chan platform.Proc, 1), sc: s}
 	cmd.Stdout, cmd.Stderr = r.out, r.errb
 	require.NoError(t, cmd.Start())
 	r.began = time.Now()

@@ -205,13 +205,13 @@ func TestD7FencingTermHandedToWorker(t *testing.T) {
 }
 
 // containmentOf returns the containment object of a printed terminal line after
-// checking it claims proven emptiness by the process-group backend.
+// checking it claims proven emptiness by the backend the run was meant to use.
 func containmentOf(t *testing.T, r *run, event string) map[string]any {
 	t.Helper()
 	c, ok := r.line(event)["containment"].(map[string]any)
 	require.True(t, ok, "%s line without a containment object: %s", event, r.out.String())
 	require.Equal(t, true, c["proven_empty"])
-	require.Equal(t, "process-group", c["backend"])
+	require.Equal(t, wantBackend(r.sc), c["backend"])
 	return c
 }
 

@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/octostore-supervisor/supervisor/platform"
 )
 
 // Hidden argv[1] values that turn the supervisor binary into one of its helper
@@ -17,6 +19,7 @@ import (
 const (
 	GuardianArg = "__octostore-guardian"
 	ShimArg     = "__octostore-shim"
+	JoinArg     = "__octostore-join" // enter a cgroup leaf, then exec (clone3 refused)
 )
 
 // reservedThreads is how many OS threads each of our processes creates at start
@@ -26,10 +29,10 @@ const reservedThreads = 12
 
 // Inherited descriptor numbers of the helper processes.
 const (
-	fdCtl    = 3 // socketpair to the parent helper
-	fdOut    = 4 // the child's stdout: hold -> event pipe, worker -> chosen output
-	fdErr    = 5 // the child's stderr
-	fdWorker = 6 // guardian only: the worker's output, handed on to the worker shim
+	fdCtl  = 3 // socketpair to the parent helper
+	fdOut  = 4 // the child's stdout: hold -> event pipe, worker -> chosen output
+	fdErr  = 5 // the child's stderr
+	fdLeaf = 6 // shim, cgroup backend: the group's cgroup leaf directory
 )
 
 // adoptInherited marks inherited descriptors close-on-exec. They arrive without
@@ -131,4 +134,14 @@ func startHelper(arg string, files []*os.File, setsid bool) (int, error) {
 		return 0, fmt.Errorf("start %s: %w", arg, err)
 	}
 	return pid, nil
+}
+
+// A run's cgroups are <parent>/run-<supervisor pid>.<start>-<guardian pid>.<start>
+// with one leaf per group. The name carries both owners' identities (pid plus
+// start time) so that a later sweep can tell, without any state file, whether
+// either of them is still alive.
+const runPrefix = "run-"
+
+func runName(sup, guardian platform.Proc) string {
+	return fmt.Sprintf("%s%d.%d-%d.%d", runPrefix, sup.Pid, sup.StartTicks, guardian.Pid, guardian.StartTicks)
 }

@@ -22,7 +22,7 @@ import (
 // its tree may hold anything: the guardian kills it after proving the tree empty.
 // If the guardian disappears it kills its own tree first (fail closed).
 func ShimMain() int {
-	adoptInherited(fdCtl, fdOut, fdErr)
+	adoptInherited(fdCtl, fdOut, fdErr, fdLeaf)
 	platform.ReserveThreads(reservedThreads)
 	if err := platform.BecomeSubreaper(); err != nil {
 		fmt.Fprintf(os.Stderr, "octostore-supervisor shim: %v\n", err)
@@ -45,7 +45,7 @@ func ShimMain() int {
 		case opInit:
 			prog = m
 			if !m.Gated { // the hold starts at once; the worker waits for opStart
-				pid, err := startProgram(prog.Argv, prog.Env, false, 0)
+				pid, err := startProgram(program{argv: prog.Argv, env: prog.Env, leaf: prog.Leaf, join: prog.Join})
 				w.watch(pid)
 				reply := msg{Op: opReady, Reply: true, Pid: pid}
 				if err != nil {
@@ -57,7 +57,7 @@ func ShimMain() int {
 			_ = c.send(msg{Op: opReady, Reply: true})
 		case opStart:
 			env := append(append([]string(nil), prog.Env...), m.Env...)
-			pid, err := startProgram(prog.Argv, env, true, m.FireMs)
+			pid, err := startProgram(program{argv: prog.Argv, env: env, noNewPrivs: true, fireMs: m.FireMs, leaf: prog.Leaf, join: prog.Join})
 			w.watch(pid)
 			reply := msg{Op: opStart, Reply: true, Pid: pid}
 			if err != nil {
@@ -70,20 +70,38 @@ func ShimMain() int {
 	}
 	// The guardian is gone (or told us to go): nothing may outlive this group.
 	s := newSweeper()
+	if prog.Leaf != "" {
+		l := &leaf{dir: prog.Leaf}
+		s.container = func(proof time.Duration) ([]int, bool, error) { return killLeafDir(l.dir, proof) }
+	}
 	s.terminate(os.Getpid(), nil, time.Now(), DefaultProofBound, os.Stderr)
 	return 0
 }
 
+// program is what a shim starts.
+type program struct {
+	argv       []string
+	env        []string
+	noNewPrivs bool   // the worker: no privilege gain through setuid binaries
+	fireMs     int64  // gated start: refuse once the armed deadline has passed
+	leaf       string // cgroup backend: the leaf the program must be born in (fd 6)
+	join       bool   // clone3 is refused: enter the leaf through the join re-exec
+}
+
 // startProgram runs the group's program with stdin /dev/null and the inherited
 // output descriptors. A gated start re-checks the armed deadline on the continuous
-// clock first, so a supervisor frozen at the gate cannot release work late.
-func startProgram(argv, env []string, noNewPrivs bool, fireMs int64) (int, error) {
-	if fireMs > 0 {
+// clock first, so a supervisor frozen at the gate cannot release work late. Under
+// the cgroup backend the program is born inside its leaf (clone3 with
+// CLONE_INTO_CGROUP); where clone3 is refused it is started through our own join
+// helper, which enters the leaf and only then execs it, so no instruction of the
+// program ever runs outside.
+func startProgram(p program) (int, error) {
+	if p.fireMs > 0 {
 		now, err := platform.ContinuousMillis()
 		if err != nil {
 			return 0, err
 		}
-		if now >= fireMs {
+		if now >= p.fireMs {
 			return 0, fmt.Errorf("deadline passed before the worker could start")
 		}
 	}
@@ -92,36 +110,60 @@ func startProgram(argv, env []string, noNewPrivs bool, fireMs int64) (int, error
 		return 0, fmt.Errorf("open %s: %w", os.DevNull, err)
 	}
 	defer devnull.Close()
-	type result struct {
-		pid int
-		err error
-	}
-	done := make(chan result, 1)
-	// no_new_privs is a property of the thread that forks: set it on a thread of
-	// our own that is thrown away afterwards (the goroutine exits still locked).
-	go func() {
-		runtime.LockOSThread()
-		if noNewPrivs {
-			if err := platform.SetNoNewPrivs(); err != nil {
-				done <- result{0, err}
-				return
-			}
-		}
-		pid, _, err := syscall.StartProcess(argv[0], argv, &syscall.ProcAttr{
-			Env:   env,
-			Files: []uintptr{devnull.Fd(), fdOut, fdErr},
-		})
-		done <- result{pid, err}
-	}()
-	r := <-done
 	// The child has its copies; ours would keep the event pipe open after the hold
 	// exits and hide its end-of-stream from the supervisor.
-	unix.Close(fdOut)
-	unix.Close(fdErr)
-	if r.err != nil {
-		return 0, fmt.Errorf("start %s: %w", argv[0], r.err)
+	defer unix.Close(fdOut)
+	defer unix.Close(fdErr)
+	defer unix.Close(fdLeaf)
+	spawn := func(path string, argv []string, sys *syscall.SysProcAttr) (int, error) {
+		type result struct {
+			pid int
+			err error
+		}
+		done := make(chan result, 1)
+		// no_new_privs is a property of the thread that forks: set it on a thread
+		// of our own that is thrown away afterwards (the goroutine exits locked).
+		go func() {
+			runtime.LockOSThread()
+			if p.noNewPrivs {
+				if err := platform.SetNoNewPrivs(); err != nil {
+					done <- result{0, err}
+					return
+				}
+			}
+			pid, _, err := syscall.StartProcess(path, argv, &syscall.ProcAttr{
+				Env: p.env, Files: []uintptr{devnull.Fd(), fdOut, fdErr}, Sys: sys,
+			})
+			done <- result{pid, err}
+		}()
+		r := <-done
+		return r.pid, r.err
 	}
-	return r.pid, nil
+	if p.leaf == "" {
+		pid, err := spawn(p.argv[0], p.argv, nil)
+		if err != nil {
+			return 0, fmt.Errorf("start %s: %w", p.argv[0], err)
+		}
+		return pid, nil
+	}
+	if !p.join {
+		pid, err := spawn(p.argv[0], p.argv, intoCgroup(fdLeaf))
+		if err == nil {
+			return pid, nil
+		}
+		if !clone3Refused(err) {
+			return 0, fmt.Errorf("start %s in %s: %w", p.argv[0], p.leaf, err)
+		}
+	}
+	exe, err := selfExe()
+	if err != nil {
+		return 0, err
+	}
+	pid, err := spawn(exe, append([]string{"octostore-supervisor", JoinArg, p.leaf, "--"}, p.argv...), nil)
+	if err != nil {
+		return 0, fmt.Errorf("start %s through the cgroup join helper: %w", p.argv[0], err)
+	}
+	return pid, nil
 }
 
 // watched is the one program a shim started. Its exit may be reaped before

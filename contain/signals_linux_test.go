@@ -36,7 +36,7 @@ func TestGSignalsToSupervisor(t *testing.T) {
 			require.Equal(t, "signal", rel["reason_code"])
 			cont := rel["containment"].(map[string]any)
 			require.Equal(t, true, cont["proven_empty"])
-			require.Equal(t, "process-group", cont["backend"])
+			require.Equal(t, wantBackend(r.sc), cont["backend"])
 			log, err := os.ReadFile(filepath.Join(r.dir, "log"))
 			require.NoError(t, err)
 			require.Contains(t, string(log), "stopped", "the worker's TERM handler ran before the release")

@@ -105,7 +105,12 @@ func TestA4A5ConfigValidation(t *testing.T) {
 		{"flag grace junk", nil, []string{"--term-grace", "soon"}, "usage:"},
 		{"flag silence 21s", nil, []string{"--max-silence", "21s"}, "may only shorten"},
 		{"flag output", nil, []string{"--worker-output", "file"}, "--worker-output must be stderr or inherit"},
-		{"flag containment", nil, []string{"--containment", "cgroup"}, "not available in this build"},
+		{"flag containment", nil, []string{"--containment", "jail"}, "unknown --containment"},
+		{"cgroup parent missing", nil, []string{"--cgroup-parent", "/sys/fs/cgroup/unified/no-such-dir"}, "does not exist"},
+		{"cgroup parent not cgroup v2", nil, []string{"--cgroup-parent", "/tmp"}, "is not on a cgroup v2 filesystem"},
+		{"cgroup parent relative", nil, []string{"--cgroup-parent", "unified"}, "must be an absolute path"},
+		{"cgroup parent with process-group", nil, []string{"--containment", "process-group", "--cgroup-parent", "/sys/fs/cgroup/unified"}, "needs the cgroup backend"},
+		{"max processes without pids controller", nil, []string{"--max-processes", "100"}, "needs the pids controller"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -66,6 +66,7 @@ type run struct {
 	sigs      chan os.Signal
 	readyDir  string
 	readyFile string
+	runName   string // cgroup backend: this run's directory below the parent
 
 	gen           uint64 // armed deadline generation; > 0 once authority started
 	deadline      events.Deadline
@@ -105,6 +106,8 @@ func (r *run) pause(point string) {
 }
 
 func (r *run) start() error {
+	r.say("containment: %s", r.cfg.Backend)
+	sweepStale(r.cfg.Backend, r.cfg.ProofBound, r.diag)
 	platform.ReserveThreads(reservedThreads)
 	if err := platform.BecomeSubreaper(); err != nil {
 		return err
@@ -132,41 +135,18 @@ func (r *run) start() error {
 	if err != nil {
 		return fmt.Errorf("create the event pipe: %w", err)
 	}
-	defer evW.Close()
-	mine, theirs, err := socketpair()
-	if err != nil {
-		return err
-	}
-	defer theirs.Close()
-	devnull, err := os.Open(os.DevNull)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", os.DevNull, err)
-	}
-	defer devnull.Close()
 	workerOut := os.Stderr
 	if r.cfg.WorkerOutput == WorkerOutputInherit {
 		workerOut = os.Stdout
 	}
-
-	l := newLink()
-	reaper(&l.mu, l.onReapedLocked)
-	l.mu.Lock() // registered before the reaper can see it exit
-	l.pid, err = startHelper(GuardianArg, []*os.File{devnull, devnull, os.Stderr, theirs, evW, workerOut}, true)
-	l.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("detached guardian could not be armed: %w", err)
-	}
-	l.attach(newConn(mine))
-	r.link = l
-	evW.Close()
-	theirs.Close()
-
-	_, err = l.call(msg{Op: opInit, Argv: r.cfg.Hold, Env: r.cfg.Env,
+	r.link, r.runName, err = launchGuardian(msg{Argv: r.cfg.Hold, Env: r.cfg.Env,
 		WorkerArgv: []string{r.cfg.Worker}, WorkerEnv: workerEnv(r.cfg.Env),
-		GraceMs: r.cfg.Grace.Milliseconds(), ProofMs: r.cfg.ProofBound.Milliseconds()}, 10*time.Second)
+		Backend: &r.cfg.Backend, GraceMs: r.cfg.Grace.Milliseconds(), ProofMs: r.cfg.ProofBound.Milliseconds()},
+		evW, workerOut)
+	evW.Close()
 	if err != nil {
 		evR.Close()
-		return fmt.Errorf("the hold could not be started: %w", err)
+		return err
 	}
 	go r.readLines(evR)
 	return nil
@@ -574,7 +554,10 @@ func (r *run) exitCode(c cause, term *events.Event) int {
 // orphans - the shims and everything below them - are now its descendants.
 func (r *run) fallback(began time.Time) int {
 	r.link.kill()
-	rep := newSweeper().terminate(os.Getpid(), nil, time.Now().Add(r.cfg.Grace), r.cfg.ProofBound, r.diag)
+	rep := fallbackSweeper(r.cfg.Backend, r.runName).terminate(os.Getpid(), nil, time.Now().Add(r.cfg.Grace), r.cfg.ProofBound, r.diag)
+	if rep.ProvenEmpty && r.cfg.Backend.Name == BackendCgroup {
+		removeRun(r.cfg.Backend, r.runName, r.diag)
+	}
 	rep.DurationMs = time.Since(began).Milliseconds()
 	if !rep.ProvenEmpty {
 		return r.finish(cause{kind: causeGuardianLost}, nil, rep)
@@ -601,4 +584,79 @@ func (r *run) cleanup() {
 	if r.backstop != nil {
 		r.backstop.Close()
 	}
+}
+
+// nameRun names the run's cgroup after the supervisor and the guardian (pid and
+// start time each), which is how a later sweep proves a run abandoned.
+func nameRun(guardian int) (string, error) {
+	pr := platform.NewProcReader()
+	sup, err := pr.Stat(os.Getpid())
+	if err != nil {
+		return "", err
+	}
+	g, err := pr.Stat(guardian)
+	if err != nil {
+		return "", fmt.Errorf("the guardian is already gone: %w", err)
+	}
+	return runName(sup, g), nil
+}
+
+// fallbackSweeper is the supervisor's own teardown when the guardian is gone: the
+// whole run's cgroup (recursively) when there is one, then every descendant.
+func fallbackSweeper(b Backend, name string) *sweeper {
+	s := newSweeper()
+	if b.Name == BackendCgroup {
+		s.backend = BackendCgroup
+		s.container = func(proof time.Duration) ([]int, bool, error) { return killRun(b, name, proof) }
+	}
+	return s
+}
+
+// sweepStale cleans up after supervisors that died with their guardians.
+func sweepStale(b Backend, proof time.Duration, diag io.Writer) {
+	runs, err := SweepStale(b, false, proof)
+	if err != nil {
+		fmt.Fprintf(diag, "octostore-supervisor: sweeping abandoned runs: %v\n", err)
+	}
+	for _, s := range runs {
+		fmt.Fprintf(diag, "octostore-supervisor: swept abandoned run %s: %d processes, proven empty %v, removed %v\n", s.Dir, s.Processes, s.ProvenEmpty, s.Removed)
+	}
+}
+
+// launchGuardian starts the guardian in its own session and hands it the run: the
+// hold's event pipe (write end), where the worker's output goes, and init. The
+// returned link is live even on error when the guardian started, so the caller
+// can still contain whatever it began.
+func launchGuardian(init msg, events, workerOut *os.File) (*link, string, error) {
+	mine, theirs, err := socketpair()
+	if err != nil {
+		return nil, "", err
+	}
+	defer theirs.Close()
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, "", fmt.Errorf("open %s: %w", os.DevNull, err)
+	}
+	defer devnull.Close()
+	if events == nil {
+		events = devnull
+	}
+	l := newLink()
+	reaper(&l.mu, l.onReapedLocked)
+	l.mu.Lock() // registered before the reaper can see it exit
+	l.pid, err = startHelper(GuardianArg, []*os.File{devnull, devnull, os.Stderr, theirs, events, workerOut}, true)
+	l.mu.Unlock()
+	if err != nil {
+		return nil, "", fmt.Errorf("detached guardian could not be armed: %w", err)
+	}
+	l.attach(newConn(mine))
+	name, err := nameRun(l.pid)
+	if err != nil {
+		return l, "", err
+	}
+	init.Op, init.RunName = opInit, name
+	if _, err := l.call(init, 10*time.Second); err != nil {
+		return l, name, fmt.Errorf("the guardian could not start the groups: %w", err)
+	}
+	return l, name, nil
 }

@@ -9,6 +9,7 @@ import (
 const (
 	GuardianArg = "__octostore-guardian"
 	ShimArg     = "__octostore-shim"
+	JoinArg     = "__octostore-join"
 )
 
 // Supervise refuses to run on Windows until the job-object backend exists: running

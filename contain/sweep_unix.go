@@ -24,16 +24,20 @@ import (
 type sweeper struct {
 	r    *platform.ProcReader
 	buf  []platform.Proc
-	seen map[procKey]struct{}
-}
+	seen map[int]struct{} // pids this teardown ended, for the report
 
-type procKey struct {
-	pid   int
-	start uint64
+	// container, when set, is the group's kernel container (a cgroup leaf): it
+	// kills every member at once and reports the pids it held and whether the
+	// kernel then showed it empty within the bound. The descendant sweep still
+	// runs after it, for anything that left the container (a root worker can
+	// move itself to another cgroup) but not our parent chain.
+	container func(proof time.Duration) (pids []int, empty bool, err error)
+	members   func() []int // the container's current members, to name survivors
+	backend   string
 }
 
 func newSweeper() *sweeper {
-	return &sweeper{r: platform.NewProcReader(), seen: make(map[procKey]struct{})}
+	return &sweeper{r: platform.NewProcReader(), seen: make(map[int]struct{}), backend: BackendProcessGroup}
 }
 
 // alive returns the descendants of root that can still run (zombies excluded).
@@ -55,7 +59,7 @@ func (s *sweeper) alive(root int, skip []int) ([]platform.Proc, error) {
 func (s *sweeper) signalAll(procs []platform.Proc, sig syscall.Signal) error {
 	var firstErr error
 	for _, p := range procs {
-		s.seen[procKey{p.Pid, p.StartTicks}] = struct{}{}
+		s.seen[p.Pid] = struct{}{}
 		if err := s.r.Signal(p, sig); err != nil && !errors.Is(err, platform.ErrNoProcess) && firstErr == nil {
 			firstErr = err
 		}
@@ -71,7 +75,7 @@ func (s *sweeper) signalAll(procs []platform.Proc, sig syscall.Signal) error {
 // Subtrees rooted at skip (a sibling group's healthy shim) are left alone.
 func (s *sweeper) terminate(root int, skip []int, termUntil time.Time, proofBound time.Duration, diag io.Writer) (rep Report) {
 	start := time.Now()
-	rep.Backend = BackendProcessGroup
+	rep.Backend = s.backend
 	defer func() {
 		rep.Killed = len(s.seen)
 		rep.DurationMs = time.Since(start).Milliseconds()
@@ -96,13 +100,26 @@ func (s *sweeper) terminate(root int, skip []int, termUntil time.Time, proofBoun
 	}
 
 	proofUntil := time.Now().Add(proofBound)
+	containerEmpty := true
+	if s.container != nil {
+		pids, empty, err := s.container(proofBound)
+		if err != nil {
+			fmt.Fprintf(diag, "octostore-supervisor: killing the container: %v\n", err)
+		}
+		for _, pid := range pids {
+			s.seen[pid] = struct{}{}
+		}
+		containerEmpty = empty
+	}
 	for {
 		live, err = s.alive(root, skip)
 		if err != nil {
 			fmt.Fprintf(diag, "octostore-supervisor: scanning processes during teardown: %v\n", err)
-		} else if len(live) == 0 {
+		} else if len(live) == 0 && containerEmpty {
 			rep.ProvenEmpty = true
 			return rep
+		} else if len(live) == 0 {
+			break // the container still reports members the tree walk cannot reach
 		}
 		if time.Now().After(proofUntil) {
 			break
@@ -115,8 +132,17 @@ func (s *sweeper) terminate(root int, skip []int, termUntil time.Time, proofBoun
 		}
 		time.Sleep(time.Millisecond)
 	}
+	named := map[int]bool{}
 	for _, p := range live {
+		named[p.Pid] = true
 		rep.Survivors = append(rep.Survivors, Survivor{Pid: p.Pid, State: string(p.State), Command: commandOf(p)})
+	}
+	if !containerEmpty && s.members != nil {
+		for _, pid := range s.members() {
+			if p, err := s.r.Stat(pid); err == nil && !named[pid] {
+				rep.Survivors = append(rep.Survivors, Survivor{Pid: pid, State: string(p.State), Command: commandOf(p)})
+			}
+		}
 	}
 	return rep
 }

@@ -25,6 +25,11 @@ type msg struct {
 	Gated      bool     `json:"gated,omitempty"`
 	Argv       []string `json:"argv,omitempty"`
 	Env        []string `json:"env,omitempty"`
+	Backend    *Backend `json:"backend,omitempty"`  // init: the resolved containment backend
+	RunName    string   `json:"run_name,omitempty"` // init: the run's cgroup directory name
+	Leaf       string   `json:"leaf,omitempty"`     // shim init: the group's cgroup leaf (fd 6 holds it open)
+	Join       bool     `json:"join,omitempty"`     // shim init: clone3 is refused; join the leaf by re-exec
+	Ungated    bool     `json:"ungated,omitempty"`  // init: run mode, start the worker at once
 	WorkerArgv []string `json:"worker_argv,omitempty"`
 	WorkerEnv  []string `json:"worker_env,omitempty"`
 	GraceMs    int64    `json:"grace_ms,omitempty"`
@@ -39,16 +44,16 @@ type msg struct {
 
 // Operations.
 const (
-	opInit     = "init"     // supervisor -> guardian, guardian -> shim
-	opReady    = "ready"    // reply to init
-	opArm      = "arm"      // supervisor -> guardian: a new deadline generation
-	opStart    = "start"    // start the gated worker
-	opContain  = "contain"  // tear a group down and prove it empty
-	opRelease  = "release"  // SIGTERM the hold's own process so it can release the lease
-	opExit     = "exit"     // orderly end
-	opExited   = "exited"   // a group's main process ended (notification)
-	opExpired  = "expired"  // the armed deadline fired; the worker group was contained (notification)
-	opProblems = "problems" // guardian/shim diagnostic for the supervisor's stderr
+	opInit    = "init"    // supervisor -> guardian, guardian -> shim
+	opReady   = "ready"   // reply to init
+	opArm     = "arm"     // supervisor -> guardian: a new deadline generation
+	opStart   = "start"   // start the gated worker
+	opContain = "contain" // tear a group down and prove it empty
+	opRelease = "release" // SIGTERM the hold's own process so it can release the lease
+	opExit    = "exit"    // orderly end
+	opExited  = "exited"  // a group's main process ended (notification)
+	opExpired = "expired" // the armed deadline fired; the worker group was contained (notification)
+	opSignal  = "signal"  // run: forward a signal to every member of the worker group
 )
 
 // conn is a JSON-lines channel. Writes are serialised; reads happen on one goroutine.

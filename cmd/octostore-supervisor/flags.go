@@ -18,15 +18,39 @@ import (
 const maxGrace = time.Hour
 
 func superviseFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.DurationFlag{Name: "term-grace", Usage: "time between TERM and KILL during teardown; also reserved from every authority budget (default 1s, or $OCTOSTORE_SUPERVISOR_TERM_GRACE_SECONDS)"},
 		&cli.DurationFlag{Name: "max-silence", Usage: "locks only: arm no deadline further out than this per authority event, at most 20s (default 20s, or $OCTOSTORE_SUPERVISOR_MAX_SILENCE_SECONDS)"},
 		&cli.BoolFlag{Name: "require-worker-ready", Usage: "report leader/acquired only after the worker creates $OCTOSTORE_SUPERVISOR_READY_FILE (or $OCTOSTORE_SUPERVISOR_REQUIRE_WORKER_READY=1)"},
 		&cli.DurationFlag{Name: "ready-timeout", Value: contain.DefaultReadyTimeout, Usage: "how long a required ready file may take"},
 		&cli.DurationFlag{Name: "release-timeout", Value: contain.DefaultReleaseBudget, Usage: "how long the hold gets to confirm its release after SIGTERM"},
 		&cli.StringFlag{Name: "worker-output", Value: string(contain.WorkerOutputStderr), Usage: "where the worker's stdout and stderr go: stderr (stdout stays supervisor-only) or inherit"},
-		&cli.StringFlag{Name: "containment", Value: "auto", Usage: "containment backend: auto or process-group (the only backend of this build)"},
+	}, backendFlags()...)
+}
+
+// backendFlags choose and shape the containment backend (supervise and run).
+func backendFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "containment", Value: "auto", Usage: "containment backend: auto (cgroup v2 where usable, else process-group, said on stderr), cgroup or process-group"},
+		&cli.StringFlag{Name: "cgroup-parent", Usage: "cgroup v2 directory to create this run's cgroups in (default: our own cgroup when delegated to us, else as root <cgroup2 mount>/octostore-supervisor)"},
+		&cli.IntFlag{Name: "max-processes", Value: contain.DefaultMaxProcesses, Usage: "cgroup backend: pids.max of the worker's cgroup, where the pids controller is available"},
 	}
+}
+
+// resolveBackend turns the backend flags into a Backend, or a usage error.
+func resolveBackend(c *cli.Context) (contain.Backend, error) {
+	n := c.Int("max-processes")
+	if n <= 0 {
+		return contain.Backend{}, usageError{"--max-processes must be positive"}
+	}
+	b, err := contain.ResolveBackend(contain.BackendRequest{
+		Containment: c.String("containment"), CgroupParent: c.String("cgroup-parent"),
+		MaxProcesses: n, MaxSet: c.IsSet("max-processes"),
+	})
+	if err != nil {
+		return b, usageError{err.Error()}
+	}
+	return b, nil
 }
 
 // envSeconds validates one of the reference supervisor's integer-seconds variables.
@@ -131,12 +155,6 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 	default:
 		return cfg, usageError{fmt.Sprintf("--worker-output must be stderr or inherit, not %q", o)}
 	}
-	switch b := c.String("containment"); b {
-	case "auto", contain.BackendProcessGroup:
-		cfg.Containment = contain.BackendProcessGroup
-	default:
-		return cfg, usageError{fmt.Sprintf("--containment %q is not available in this build (auto, process-group)", b)}
-	}
 
 	worker, err := executableFile(cfg.Worker)
 	if err != nil {
@@ -150,7 +168,8 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 	if cfg.Hold[0], err = filepath.Abs(hold); err != nil {
 		return cfg, usageError{"hold command path: " + err.Error()}
 	}
-	return cfg, nil
+	cfg.Backend, err = resolveBackend(c)
+	return cfg, err
 }
 
 // executableFile returns the absolute path of a regular file with an execute bit.

@@ -29,6 +29,9 @@ func main() {
 			os.Exit(contain.ShimMain())
 		}
 	}
+	if len(os.Args) > 2 && os.Args[1] == contain.JoinArg {
+		os.Exit(contain.JoinMain(os.Args[2:]))
+	}
 	os.Exit(run(os.Args, os.Environ(), os.Stdout, os.Stderr))
 }
 
@@ -52,6 +55,11 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 	app := newApp(env, stdout, stderr, &code)
 	if err := app.Run(args); err != nil {
 		var ue usageError
+		var ec cli.ExitCoder
+		if errors.As(err, &ec) {
+			fmt.Fprintln(stderr, err.Error())
+			return ec.ExitCode()
+		}
 		if errors.As(err, &ue) {
 			fmt.Fprintf(stderr, "octostore-supervisor: %s\n", ue.msg)
 		} else {
@@ -92,7 +100,7 @@ func newApp(env []string, stdout, stderr io.Writer, code *int) *cli.App {
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
-		Commands:        []*cli.Command{supervise("election"), supervise("lock")},
+		Commands:        []*cli.Command{supervise("election"), supervise("lock"), runCommand(env, stdout, stderr, code), doctorCommand(stdout), sweepCommand(stdout)},
 		OnUsageError:    usageErr,
 		ExitErrHandler:  func(*cli.Context, error) {},
 		Action: func(c *cli.Context) error {

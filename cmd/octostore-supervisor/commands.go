@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/octostore-supervisor/supervisor/contain"
+)
+
+func runCommand(env []string, stdout, stderr io.Writer, code *int) *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run any command with guaranteed teardown of everything it starts (no authority)",
+		ArgsUsage: "-- <command> [args...]",
+		Description: `The command starts in a fresh container (a cgroup v2 leaf where available).
+INT, TERM and HUP are forwarded to every process in it. When the command's main
+process exits, or --timeout passes, everything left in the container is killed and
+proven gone before octostore-supervisor exits with the command's status (128+signal
+if it was signalled; 70 if emptiness could not be proven). Wrap a CI job step in it.`,
+		Flags: append([]cli.Flag{
+			&cli.DurationFlag{Name: "timeout", Usage: "stop the command after this long (TERM, grace, KILL); 0 means no limit"},
+			&cli.DurationFlag{Name: "term-grace", Value: contain.DefaultGrace, Usage: "time between TERM and KILL when stopping what is left"},
+			&cli.BoolFlag{Name: "json", Usage: "print one summary line on stdout at the end (backend, proven_empty, processes killed after the main process ended, CPU time and peak memory where the cgroup reports them)"},
+		}, backendFlags()...),
+		OnUsageError: usageErr,
+		Action: func(c *cli.Context) error {
+			args := c.Args().Slice()
+			if len(args) > 0 && args[0] == "--" {
+				args = args[1:]
+			}
+			if len(args) == 0 {
+				return usageError{"run needs a command: octostore-supervisor run [flags] -- <command> [args...]"}
+			}
+			path, err := exec.LookPath(args[0])
+			if err != nil {
+				return usageError{"command not found or not executable: " + args[0]}
+			}
+			if path, err = filepath.Abs(path); err != nil {
+				return usageError{err.Error()}
+			}
+			grace, timeout := c.Duration("term-grace"), c.Duration("timeout")
+			if grace <= 0 || grace > maxGrace || timeout < 0 {
+				return usageError{"--term-grace must be positive and at most 1h; --timeout must not be negative"}
+			}
+			b, err := resolveBackend(c)
+			if err != nil {
+				return err
+			}
+			*code = contain.Run(context.Background(), contain.RunConfig{
+				Argv: append([]string{path}, args[1:]...), Env: env, Backend: b, Grace: grace,
+				ProofBound: contain.DefaultProofBound, Timeout: timeout, JSON: c.Bool("json"), Stdout: stdout, Stderr: stderr,
+			})
+			return nil
+		},
+	}
+}
+
+func doctorCommand(stdout io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:         "doctor",
+		Usage:        "show what containment this host offers and which backend auto chooses",
+		Flags:        []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print one JSON object"}},
+		OnUsageError: usageErr,
+		Action: func(c *cli.Context) error {
+			d := contain.Doctor()
+			if c.Bool("json") {
+				b, _ := json.Marshal(d)
+				fmt.Fprintln(stdout, string(b))
+				return nil
+			}
+			for _, f := range d.Facts {
+				mark := "no "
+				if f.OK {
+					mark = "yes"
+				}
+				fmt.Fprintf(stdout, "%-28s %s  %s\n", f.Name, mark, f.Detail)
+			}
+			fmt.Fprintf(stdout, "%-28s %s  %s\n", "auto chooses", d.Backend, d.Reason)
+			return nil
+		},
+	}
+}
+
+func sweepCommand(stdout io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:  "sweep",
+		Usage: "kill, prove empty and remove runs left by supervisors that died together with their guardians",
+		Description: `A run's cgroup is named after its supervisor and guardian (pid and start time).
+sweep touches only runs whose supervisor and guardian are both gone. Supervisors
+also sweep at start.`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "dry-run", Usage: "only list the abandoned runs"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per run"},
+			&cli.StringFlag{Name: "cgroup-parent", Usage: "the cgroup v2 directory runs were created in (default as for supervising)"},
+		},
+		OnUsageError: usageErr,
+		Action: func(c *cli.Context) error {
+			b, err := contain.ResolveBackend(contain.BackendRequest{Containment: contain.BackendCgroup, CgroupParent: c.String("cgroup-parent")})
+			if err != nil {
+				return usageError{err.Error()}
+			}
+			runs, err := contain.SweepStale(b, c.Bool("dry-run"), contain.DefaultProofBound)
+			for _, r := range runs {
+				if c.Bool("json") {
+					j, _ := json.Marshal(r)
+					fmt.Fprintln(stdout, string(j))
+				} else {
+					fmt.Fprintf(stdout, "%s  processes %d  proven empty %v  removed %v\n", r.Dir, r.Processes, r.ProvenEmpty, r.Removed)
+				}
+			}
+			if err != nil {
+				return cli.Exit("octostore-supervisor: sweep: "+err.Error(), contain.ExitSoftware)
+			}
+			for _, r := range runs {
+				if !c.Bool("dry-run") && !r.ProvenEmpty {
+					return cli.Exit("octostore-supervisor: a swept run could not be proven empty", contain.ExitSoftware)
+				}
+			}
+			return nil
+		},
+	}
+}

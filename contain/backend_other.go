@@ -1,0 +1,25 @@
+//go:build !linux
+
+package contain
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrBackend marks a backend request that cannot be honoured (exit 64).
+var ErrBackend = errors.New("containment unavailable")
+
+// ResolveBackend: cgroups exist only on Linux.
+func ResolveBackend(req BackendRequest) (Backend, error) {
+	switch req.Containment {
+	case "", "auto", BackendProcessGroup:
+		if req.CgroupParent != "" {
+			return Backend{}, fmt.Errorf("%w: --cgroup-parent needs Linux cgroup v2", ErrBackend)
+		}
+		return Backend{Name: BackendProcessGroup, Note: "the only backend on this platform"}, nil
+	case BackendCgroup:
+		return Backend{}, fmt.Errorf("%w: the cgroup backend needs Linux", ErrBackend)
+	}
+	return Backend{}, fmt.Errorf("%w: unknown --containment %q (auto, cgroup, process-group)", ErrBackend, req.Containment)
+}

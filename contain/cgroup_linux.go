@@ -1,0 +1,251 @@
+package contain
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/containerd/cgroups/v3/cgroup2"
+	"golang.org/x/sys/unix"
+
+	"github.com/octostore-supervisor/supervisor/platform"
+)
+
+// parseRunName returns the two owners a run directory names.
+func parseRunName(name string) (sup, guardian platform.Proc, ok bool) {
+	rest, found := strings.CutPrefix(name, runPrefix)
+	if !found {
+		return sup, guardian, false
+	}
+	a, b, found := strings.Cut(rest, "-")
+	if !found {
+		return sup, guardian, false
+	}
+	parse := func(s string) (platform.Proc, bool) {
+		p, st, found := strings.Cut(s, ".")
+		pid, err1 := strconv.Atoi(p)
+		start, err2 := strconv.ParseUint(st, 10, 64)
+		return platform.Proc{Pid: pid, StartTicks: start}, found && err1 == nil && err2 == nil && pid > 0
+	}
+	sup, ok1 := parse(a)
+	guardian, ok2 := parse(b)
+	return sup, guardian, ok1 && ok2
+}
+
+// leaf is one group's cgroup.
+type leaf struct {
+	m   *cgroup2.Manager
+	dir string
+}
+
+// cgroupRun is the guardian's handle on a run's cgroups.
+type cgroupRun struct {
+	b      Backend
+	dir    string
+	m      *cgroup2.Manager
+	leaves map[string]*leaf
+}
+
+func relTo(mount, dir string) string {
+	return "/" + strings.TrimPrefix(strings.TrimPrefix(dir, mount), "/")
+}
+
+// createRun makes the run directory and one leaf per group; the worker's leaf gets
+// pids.max when the pids controller is available, so a fork storm is bounded by
+// the kernel and cannot starve the host or us.
+func createRun(b Backend, name string, groups []string) (*cgroupRun, error) {
+	if _, _, ok := parseRunName(name); !ok || filepath.Base(name) != name {
+		return nil, fmt.Errorf("refusing to create cgroup %q: not a run directory name", name)
+	}
+	dir := filepath.Join(b.Parent, name)
+	m, err := cgroup2.NewManager(b.Mount, relTo(b.Mount, dir), &cgroup2.Resources{})
+	if err != nil {
+		return nil, fmt.Errorf("create cgroup %s: %w", dir, err)
+	}
+	r := &cgroupRun{b: b, dir: dir, m: m, leaves: map[string]*leaf{}}
+	for _, g := range groups {
+		res := &cgroup2.Resources{}
+		if g == groupWorker && b.PidMax > 0 {
+			max := int64(b.PidMax)
+			res.Pids = &cgroup2.Pids{Max: max}
+		}
+		lm, err := m.NewChild(g, res)
+		if err != nil {
+			r.remove(io.Discard)
+			return nil, fmt.Errorf("create cgroup %s/%s: %w", dir, g, err)
+		}
+		r.leaves[g] = &leaf{m: lm, dir: filepath.Join(dir, g)}
+	}
+	return r, nil
+}
+
+// open returns a descriptor of the leaf directory for clone3(CLONE_INTO_CGROUP).
+func (l *leaf) open() (*os.File, error) {
+	fd, err := unix.Open(l.dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", l.dir, err)
+	}
+	return os.NewFile(uintptr(fd), l.dir), nil
+}
+
+// members lists the pids in the leaf.
+func (l *leaf) members() []int {
+	procs, _ := l.m.Procs(true)
+	out := make([]int, len(procs))
+	for i, p := range procs {
+		out[i] = int(p)
+	}
+	return out
+}
+
+// killAndWait kills every process in the leaf at once (cgroup.kill; the library
+// freezes, kills and thaws where the kernel lacks it), then waits until the kernel
+// reports the leaf unpopulated. It returns the pids the leaf held.
+func (l *leaf) killAndWait(proof time.Duration) ([]int, bool, error) {
+	pids := l.members()
+	if err := l.m.Kill(); err != nil {
+		return pids, false, err
+	}
+	empty, err := platform.WaitCgroupEmpty(l.dir, proof)
+	return pids, empty, err
+}
+
+// killRun kills a whole run (all its leaves: cgroup.kill is recursive) and waits
+// for it to empty; the supervisor's fallback uses it when the guardian is gone.
+func killRun(b Backend, name string, proof time.Duration) ([]int, bool, error) {
+	// cgroup.kill is recursive: a wrong name here would kill other runs.
+	if _, _, ok := parseRunName(name); !ok || filepath.Base(name) != name {
+		return nil, false, fmt.Errorf("refusing to kill %q: not a run directory name", name)
+	}
+	dir := filepath.Join(b.Parent, name)
+	m, err := cgroup2.Load(relTo(b.Mount, dir), cgroup2.WithMountpoint(b.Mount))
+	if err != nil {
+		return nil, false, err
+	}
+	l := &leaf{m: m, dir: dir}
+	return l.killAndWait(proof)
+}
+
+// removeRun removes a run's leaves and directory once they are empty.
+func removeRun(b Backend, name string, diag io.Writer) {
+	if _, _, ok := parseRunName(name); !ok || filepath.Base(name) != name {
+		return
+	}
+	dir := filepath.Join(b.Parent, name)
+	subs, _ := os.ReadDir(dir)
+	r := &cgroupRun{dir: dir, leaves: map[string]*leaf{}}
+	for _, sub := range subs {
+		if sub.IsDir() {
+			r.leaves[sub.Name()] = &leaf{dir: filepath.Join(dir, sub.Name())}
+		}
+	}
+	r.remove(diag)
+}
+
+// stats reads the group's CPU time and, where the memory controller is on, its
+// peak memory, for run --json. Missing controllers leave zeros.
+func (l *leaf) stats(rep *Report) {
+	if st, err := l.m.StatFiltered(cgroup2.StatCPU); err == nil && st.CPU != nil {
+		rep.CPUMicros = st.CPU.UsageUsec
+	}
+	if b, err := os.ReadFile(filepath.Join(l.dir, "memory.peak")); err == nil {
+		rep.MemoryPeakBytes, _ = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	}
+}
+
+// removeDir removes an empty cgroup directory. Right after the last task exits
+// the kernel may still answer EBUSY for a moment.
+func removeDir(dir string) error {
+	var err error
+	for i := 0; i < 100; i++ {
+		if err = unix.Rmdir(dir); err == nil || errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, unix.EBUSY) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return fmt.Errorf("remove cgroup %s: %w", dir, err)
+}
+
+// remove deletes the leaves and the run directory; a leaf that still holds
+// processes stays (and is reported), so evidence is never destroyed.
+func (r *cgroupRun) remove(diag io.Writer) {
+	for _, l := range r.leaves {
+		if err := removeDir(l.dir); err != nil {
+			fmt.Fprintf(diag, "octostore-supervisor: %v\n", err)
+		}
+	}
+	if err := removeDir(r.dir); err != nil {
+		fmt.Fprintf(diag, "octostore-supervisor: %v\n", err)
+	}
+}
+
+// StaleRun is a run directory whose supervisor and guardian are both gone.
+type StaleRun struct {
+	Dir         string `json:"dir"`
+	Processes   int    `json:"processes"`
+	ProvenEmpty bool   `json:"proven_empty"`
+	Removed     bool   `json:"removed"`
+}
+
+// SweepStale finds runs below the backend's parent whose owners are both gone,
+// and (unless dryRun) kills what is left in them, proves them empty and removes
+// them. A run whose supervisor or guardian still lives is never touched.
+func SweepStale(b Backend, dryRun bool, proof time.Duration) ([]StaleRun, error) {
+	if b.Name != BackendCgroup {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(b.Parent)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", b.Parent, err)
+	}
+	pr := platform.NewProcReader()
+	alive := func(p platform.Proc) bool {
+		st, err := pr.Stat(p.Pid)
+		return err == nil && st.StartTicks == p.StartTicks && !st.Dead()
+	}
+	var out []StaleRun
+	for _, e := range entries {
+		sup, g, ok := parseRunName(e.Name())
+		if !e.IsDir() || !ok || alive(sup) || alive(g) {
+			continue
+		}
+		dir := filepath.Join(b.Parent, e.Name())
+		m, err := cgroup2.Load(relTo(b.Mount, dir), cgroup2.WithMountpoint(b.Mount))
+		if err != nil {
+			return out, err
+		}
+		procs, _ := m.Procs(true)
+		s := StaleRun{Dir: dir, Processes: len(procs)}
+		if dryRun {
+			out = append(out, s)
+			continue
+		}
+		if len(procs) > 0 {
+			if err := m.Kill(); err != nil {
+				return out, fmt.Errorf("kill %s: %w", dir, err)
+			}
+		}
+		if s.ProvenEmpty, err = platform.WaitCgroupEmpty(dir, proof); err != nil {
+			return out, err
+		}
+		if s.ProvenEmpty {
+			subs, _ := os.ReadDir(dir)
+			for _, sub := range subs {
+				if sub.IsDir() {
+					_ = removeDir(filepath.Join(dir, sub.Name()))
+				}
+			}
+			s.Removed = removeDir(dir) == nil
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}

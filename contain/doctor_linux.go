@@ -1,0 +1,103 @@
+package contain
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/octostore-supervisor/supervisor/platform"
+)
+
+// Doctor reports what this host offers and which backend auto would choose. It
+// changes nothing but may create and remove an empty probe cgroup.
+func Doctor() Diagnosis {
+	var d Diagnosis
+	add := func(name string, ok bool, detail string) { d.Facts = append(d.Facts, Fact{name, ok, detail}) }
+
+	var uts unix.Utsname
+	_ = unix.Uname(&uts)
+	add("kernel", true, unix.ByteSliceToString(uts.Release[:]))
+
+	mount, err := platform.CgroupV2Mount()
+	if err != nil {
+		add("cgroup v2", false, err.Error()+": only the process-group backend is possible")
+	} else {
+		hybrid := ""
+		if v1, _ := filepath.Glob("/sys/fs/cgroup/*/cgroup.clone_children"); len(v1) > 0 {
+			hybrid = " (hybrid host: v1 controllers are mounted beside it)"
+		}
+		add("cgroup v2", true, "mounted at "+mount+hybrid)
+		own, err := platform.OwnCgroupV2()
+		switch {
+		case err != nil:
+			add("own cgroup", false, err.Error())
+		case own == "/":
+			add("own cgroup delegated", false, "we run in the root cgroup; as root a dedicated octostore-supervisor subtree is used instead")
+		case platform.Writable(filepath.Join(mount, own)) == nil:
+			add("own cgroup delegated", true, filepath.Join(mount, own)+" is writable (Delegate=yes or a cgroup namespace)")
+		default:
+			add("own cgroup delegated", false, filepath.Join(mount, own)+" is not writable by us; ask systemd for a delegated scope (systemd-run --user --scope -p Delegate=yes)")
+		}
+		ctrls := controllers(mount)
+		add("pids controller", slices.Contains(ctrls, "pids"), "cgroup v2 controllers: ["+strings.Join(ctrls, " ")+"]"+map[bool]string{true: "", false: "; without pids, --max-processes cannot bound a fork storm"}[slices.Contains(ctrls, "pids")])
+		add("cgroup.kill", probeKill(mount), "atomic kill of a whole cgroup (Linux 5.14); without it the library freezes, kills each process and thaws")
+	}
+	if err := platform.Clone3Available(); err != nil {
+		add("clone3 (CLONE_INTO_CGROUP)", false, err.Error()+"; programs enter their cgroup through a re-exec join helper instead")
+	} else {
+		add("clone3 (CLONE_INTO_CGROUP)", true, "workers are born inside their cgroup")
+	}
+	if fd, err := unix.PidfdOpen(os.Getpid(), 0); err != nil {
+		add("pidfd", false, err.Error()+": signals could reach a recycled pid; the supervisor refuses to run without it")
+	} else {
+		unix.Close(fd)
+		add("pidfd", true, "every signal goes through a pidfd checked against the process's start time")
+	}
+	if err := platform.BecomeSubreaper(); err != nil {
+		add("child subreaper", false, err.Error())
+	} else {
+		add("child subreaper", true, "orphans re-parent to our shims, so daemons stay in view and zombies are reaped")
+	}
+	userns := readTrim("/proc/sys/user/max_user_namespaces")
+	restricted := readTrim("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1"
+	add("user namespaces", userns != "" && userns != "0" && !restricted, fmt.Sprintf("max_user_namespaces=%s%s (for a future worker-in-its-own-namespace mode)", userns, map[bool]string{true: "; AppArmor restricts unprivileged ones", false: ""}[restricted]))
+
+	b, err := ResolveBackend(BackendRequest{Containment: "auto"})
+	if err != nil {
+		d.Backend, d.Reason = "none", err.Error()
+	} else {
+		d.Backend, d.Reason = b.Name, b.String()
+	}
+	return d
+}
+
+// probeKill checks for cgroup.kill in the cgroup we would use, creating an empty
+// probe child when our own cgroup is the root (which has no cgroup.kill).
+func probeKill(mount string) bool {
+	b, err := ResolveBackend(BackendRequest{Containment: BackendCgroup})
+	if err != nil {
+		return false
+	}
+	if _, err := os.Stat(filepath.Join(b.Parent, "cgroup.kill")); err == nil {
+		return true
+	}
+	probe := filepath.Join(b.Parent, fmt.Sprintf("doctor-probe-%d", os.Getpid()))
+	if err := os.Mkdir(probe, 0o755); err != nil {
+		return false
+	}
+	defer unix.Rmdir(probe)
+	_, err = os.Stat(filepath.Join(probe, "cgroup.kill"))
+	return err == nil
+}
+
+func readTrim(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,19 @@
+//go:build !linux
+
+package contain
+
+import (
+	"errors"
+	"syscall"
+	"time"
+)
+
+func intoCgroup(int) *syscall.SysProcAttr { return nil }
+func clone3Refused(error) bool            { return false }
+
+// JoinMain exists only where cgroups do.
+func JoinMain([]string) int { return ExitSoftware }
+
+func killLeafDir(string, time.Duration) ([]int, bool, error) {
+	return nil, false, errors.New("cgroups need Linux")
+}

@@ -1,0 +1,176 @@
+package platform
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// CgroupV2Mount returns where the unified (v2) hierarchy is mounted, read from
+// /proc/self/mountinfo: /sys/fs/cgroup on a pure v2 host, /sys/fs/cgroup/unified
+// on a hybrid one. It is never assumed.
+func CgroupV2Mount() (string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", fmt.Errorf("read mountinfo: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		for i, v := range fields {
+			if v == "-" && i+1 < len(fields) && fields[i+1] == "cgroup2" && len(fields) > 4 {
+				return unescapeMount(fields[4]), nil
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("read mountinfo: %w", err)
+	}
+	return "", errors.New("no cgroup v2 hierarchy is mounted")
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var v byte
+			ok := true
+			for _, c := range s[i+1 : i+4] {
+				if c < '0' || c > '7' {
+					ok = false
+					break
+				}
+				v = v*8 + byte(c-'0')
+			}
+			if ok {
+				b.WriteByte(v)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// OwnCgroupV2 returns this process's cgroup v2 path relative to the mount ("/"
+// for the root), from the "0::" line of /proc/self/cgroup.
+func OwnCgroupV2() (string, error) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", fmt.Errorf("read /proc/self/cgroup: %w", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(l, "0::"); ok {
+			return p, nil
+		}
+	}
+	return "", errors.New("this process is in no cgroup v2 (no 0:: line in /proc/self/cgroup)")
+}
+
+// IsCgroupV2 reports an error unless dir is a directory on a cgroup2 filesystem.
+func IsCgroupV2(dir string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	if st.Type != unix.CGROUP2_SUPER_MAGIC {
+		return fmt.Errorf("%s is not on a cgroup v2 filesystem", dir)
+	}
+	return nil
+}
+
+// Writable reports whether this process may create cgroups in dir and move
+// processes into them (write access to the directory and to its cgroup.procs).
+func Writable(dir string) error {
+	if err := unix.Access(dir, unix.W_OK); err != nil {
+		return fmt.Errorf("%s is not writable: %w", dir, err)
+	}
+	if err := unix.Access(filepath.Join(dir, "cgroup.procs"), unix.W_OK); err != nil {
+		return fmt.Errorf("%s/cgroup.procs is not writable: %w", dir, err)
+	}
+	return nil
+}
+
+// CgroupPopulated reads the populated key of dir/cgroup.events: whether any live
+// process is in the cgroup or below it.
+func CgroupPopulated(dir string) (bool, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+	if err != nil {
+		return false, fmt.Errorf("read cgroup.events: %w", err)
+	}
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(l, []byte("populated ")); ok {
+			return string(bytes.TrimSpace(v)) != "0", nil
+		}
+	}
+	return false, fmt.Errorf("%s/cgroup.events has no populated key", dir)
+}
+
+// WaitCgroupEmpty waits until the kernel reports dir unpopulated, or timeout.
+// The kernel signals every change of cgroup.events as a file modification, so it
+// is watched with inotify, as the kernel's own cgroup.kill selftest does, instead
+// of sleeping. containerd/cgroups only offers a one-shot read of the file, hence
+// this hand-written wait. It returns whether the cgroup was seen empty.
+func WaitCgroupEmpty(dir string, timeout time.Duration) (bool, error) {
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return false, fmt.Errorf("inotify_init1: %w", err)
+	}
+	defer unix.Close(fd)
+	// Watch first, then read, so a change in between is not missed.
+	if _, err := unix.InotifyAddWatch(fd, filepath.Join(dir, "cgroup.events"), unix.IN_MODIFY); err != nil {
+		return false, fmt.Errorf("watch cgroup.events: %w", err)
+	}
+	deadline := time.Now().Add(timeout)
+	buf := make([]byte, 4096)
+	for {
+		populated, err := CgroupPopulated(dir)
+		if err != nil {
+			return false, err
+		}
+		if !populated {
+			return true, nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false, nil
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, int(min(left, time.Second).Milliseconds())+1); err != nil && !errors.Is(err, unix.EINTR) {
+			return false, fmt.Errorf("poll inotify: %w", err)
+		}
+		for {
+			if n, err := unix.Read(fd, buf); n <= 0 || err != nil {
+				break
+			}
+		}
+	}
+}
+
+// Clone3Available probes whether clone3 (and so CLONE_INTO_CGROUP) may be used:
+// a call with a zero-sized argument fails with EINVAL when the syscall exists and
+// with ENOSYS (or EPERM under some seccomp profiles) when it is refused.
+func Clone3Available() error {
+	_, _, errno := unix.Syscall(unix.SYS_CLONE3, 0, 0, 0)
+	switch errno {
+	case unix.EINVAL, unix.E2BIG, unix.EFAULT:
+		return nil
+	case 0:
+		return errors.New("clone3 probe returned success unexpectedly")
+	default:
+		return fmt.Errorf("clone3 is refused: %w", errno)
+	}
+}
