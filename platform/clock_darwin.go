@@ -13,5 +13,5 @@ func ContinuousMillis() (int64, error) {
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC_RAW, &ts); err != nil {
 		return 0, fmt.Errorf("read CLOCK_MONOTONIC_RAW: %w", err)
 	}
-	return ts.Sec*1000 + ts.Nsec/1e6, nil
+	return int64(ts.Sec)*1000 + int64(ts.Nsec)/1e6, nil
 }

@@ -17,7 +17,9 @@
 //
 //	--pidfile PATH          every escaper process appends "PID STARTTIME ROLE"
 //	                        to PATH in one O_APPEND write (STARTTIME: field 22 of
-//	                        /proc/PID/stat on Linux, p_starttime in µs on macOS)
+//	                        /proc/PID/stat on Linux, p_starttime in µs on
+//	                        macOS); the worker writes the lines of the
+//	                        --light-tree processes
 //	--log PATH              append "started PID term $OCTOSTORE_FENCING_TERM" at
 //	                        start and, with --term-exits, "stopped PID"
 //	--env-out PATH          write the worker's environment, one KEY=VALUE a line
@@ -56,10 +58,38 @@
 //	                        2, retrying failed forks every 10 ms; no waiting
 //	--zombies N             spawn N children (zombie) that exit at once and are
 //	                        never reaped
+//	--migrate-cgroup        spawn a child (migrant) that tries to leave its
+//	                        cgroup (Linux, cgroup v2): it reads its path from
+//	                        the "0::" line of /proc/self/cgroup, finds the
+//	                        cgroup2 mount in /proc/self/mountinfo (wherever it
+//	                        is: /sys/fs/cgroup, /sys/fs/cgroup/unified, ...),
+//	                        writes its pid into the cgroup.procs of the mount's
+//	                        root and, if that fails, of its cgroup's parent,
+//	                        and appends the outcome to --migrate-log
+//	--migrate-log PATH      required with --migrate-cgroup: one line
+//	                        "migrate ok DEST" or "migrate fail DEST: ERR", DEST
+//	                        being the cgroup.procs file written last ("-" if no
+//	                        cgroup v2 was found); a failed move is evidence,
+//	                        not an error
+//	--setuid UID            spawn a child (setuid) that calls setgroups([]),
+//	                        setgid(UID) and setuid(UID), as a helper changing
+//	                        identity would; the worker waits for it, and if it
+//	                        fails (the worker is not root, say) the child exits
+//	                        70 and the worker logs "setuid failed: ERR" to
+//	                        --log and its stderr, and goes on
+//	--light-tree N          start N children running /bin/sleep 3600 directly
+//	                        (fork and exec, no escaper, no Go runtime) one
+//	                        right after the other, writing "PID START light"
+//	                        for each into --pidfile (if set) as soon as it
+//	                        runs, START read from the child like every other
+//	                        START; with --ignore-signals they ignore
+//	                        SIGTERM/SIGINT/SIGHUP from birth (see below). For
+//	                        benchmarks that need thousands of processes
 //
 // Order of a worker run: "started" log line; --setsid/--setpgid; signal
-// setup; pidfile line; --env-out; --stdout-forge; --tamper; spawns (and the
-// --tree wait); then the --marker, --touch-ready and --exit timers run
+// setup; pidfile line; --env-out; --stdout-forge; --tamper; spawns (with
+// the --setuid wait, and the --tree wait before the --light-tree
+// processes); then the --marker, --touch-ready and --exit timers run
 // concurrently and the worker sleeps until a signal or --exit ends it.
 //
 // Spawned processes are re-executions of escaper itself (/proc/self/exe on
@@ -70,15 +100,33 @@
 // so a line in the pidfile means "this process is in its final state". Their
 // stdin, stdout and stderr are /dev/null so a survivor never keeps the
 // caller's pipes open; only the pidfile and markers show that it lives.
+// The setuid child opens the pidfile before it changes identity and writes
+// its line after; its marker is created only if the new UID may create it.
 // Intermediate processes (daemonizer, forker) are reaped by their parents;
 // zombie children are deliberately never reaped.
 //
+// Light processes are not escapers, so they record nothing themselves: the
+// worker writes their lines. They get the worker's signal dispositions
+// through fork and keep ignored ones across exec (the Go runtime resets only
+// the signals it handles), which is how --ignore-signals reaches them without
+// a Go runtime of their own. The worker reaps them by their own pids as they
+// die (on SIGCHLD, never a wait for any child, which would reap the
+// zombies).
+//
+// There is no mode for uninterruptible sleep (state D): it cannot be made
+// portably from Go, so the tests that need it freeze processes from outside
+// with the cgroup v1 freezer.
+//
 // Known races: the Go runtime catches SIGTERM from exec until the new
 // process calls signal.Ignore, so a TERM sent before a process's pidfile
-// line may still kill it. --setsid fails (exit 70) if the worker already
+// line may still kill it (light processes have no such window: they ignore
+// from fork on). --setsid fails (exit 70) if the worker already
 // leads its process group, as setsid(2) does; --setpgid is then a no-op.
 //
 // Exit codes: 64 for bad flags (one line on stderr) and for modes this OS
-// does not support; 70 when a requested action fails at run time; --exit
-// CODE; 0 after --term-exits handled a signal.
+// does not support (--migrate-cgroup needs Linux, --light-tree Linux or
+// macOS, the session, group, signal, /proc and identity modes a Unix); 70
+// when a requested action fails at run time (a --light-tree fork, say, but
+// not a refused cgroup move or setuid, which are logged); --exit CODE; 0
+// after --term-exits handled a signal.
 package main

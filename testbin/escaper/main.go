@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -18,7 +19,7 @@ import (
 )
 
 const usage = `usage: escaper [flags]   (no arguments: flags from $ESCAPER_ARGS, split on spaces)
-  --pidfile PATH          append "PID STARTTIME ROLE" for every escaper process
+  --pidfile PATH          append "PID STARTTIME ROLE" for every escaper and light process
   --log PATH              append "started PID term T" (and "stopped PID" with --term-exits)
   --env-out PATH          write the worker's environment, one KEY=VALUE per line
   --term-exits            on SIGTERM/SIGINT/SIGHUP log "stopped PID" and exit 0
@@ -43,6 +44,10 @@ const usage = `usage: escaper [flags]   (no arguments: flags from $ESCAPER_ARGS,
   --tree N                spawn N processes below the worker (fan-out 10), wait for all N
   --storm N               fork N processes as fast as possible (fan-out 2)
   --zombies N             spawn N children that exit at once and are never reaped
+  --migrate-cgroup        spawn a child that moves itself to the cgroup v2 root (else its parent cgroup)
+  --migrate-log PATH      where that child appends "migrate ok DEST"/"migrate fail DEST: err" (required)
+  --setuid UID            spawn a child that calls setgroups([]), setgid(UID), setuid(UID)
+  --light-tree N          start N /bin/sleep 3600 children, recorded as "PID START light"
 `
 
 const (
@@ -73,6 +78,11 @@ type options struct {
 	doubleFork, childSetpgid bool
 	joinGroup, nohup         bool
 	tree, storm, zombies     int
+	migrateCgroup            bool
+	migrateLog               string
+	setuid                   int
+	setuidSet                bool
+	lightTree                int
 }
 
 func main() {
@@ -130,6 +140,10 @@ func parseArgs(args []string) (*options, error) {
 	fs.IntVar(&o.tree, "tree", 0, "")
 	fs.IntVar(&o.storm, "storm", 0, "")
 	fs.IntVar(&o.zombies, "zombies", 0, "")
+	fs.BoolVar(&o.migrateCgroup, "migrate-cgroup", false, "")
+	fs.StringVar(&o.migrateLog, "migrate-log", "", "")
+	fs.IntVar(&o.setuid, "setuid", -1, "")
+	fs.IntVar(&o.lightTree, "light-tree", 0, "")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -139,6 +153,7 @@ func parseArgs(args []string) (*options, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	o.exitSet = set["exit"]
+	o.setuidSet = set["setuid"]
 
 	need := func(dep, of string) error {
 		if set[dep] && !set[of] {
@@ -146,7 +161,8 @@ func parseArgs(args []string) (*options, error) {
 		}
 		return nil
 	}
-	for _, p := range [][2]string{{"marker-after", "marker"}, {"ready-after", "touch-ready"}, {"exit-after", "exit"}} {
+	for _, p := range [][2]string{{"marker-after", "marker"}, {"ready-after", "touch-ready"}, {"exit-after", "exit"},
+		{"migrate-cgroup", "migrate-log"}, {"migrate-log", "migrate-cgroup"}} {
 		if err := need(p[0], p[1]); err != nil {
 			return nil, err
 		}
@@ -158,8 +174,11 @@ func parseArgs(args []string) (*options, error) {
 		return nil, fmt.Errorf("--exit must be 0..255, got %d", o.exitCode)
 	case o.markerAfter < 0 || o.readyAfter < 0 || o.exitAfter < 0:
 		return nil, errors.New("durations must not be negative")
-	case o.tree < 0 || o.storm < 0 || o.zombies < 0:
-		return nil, errors.New("--tree, --storm and --zombies must not be negative")
+	case o.tree < 0 || o.storm < 0 || o.zombies < 0 || o.lightTree < 0:
+		return nil, errors.New("--tree, --storm, --zombies and --light-tree must not be negative")
+	case o.setuidSet && (o.setuid < 0 || int64(o.setuid) >= math.MaxUint32):
+		// (uid_t)-1 means "unchanged" to the kernel, so it is no identity.
+		return nil, fmt.Errorf("--setuid must be 0..%d, got %d", uint32(math.MaxUint32-1), o.setuid)
 	case o.tree > 0 && o.pidfile == "":
 		return nil, errors.New("--tree needs --pidfile (readiness is counted there)")
 	case o.setsid && o.setpgid:
@@ -168,16 +187,20 @@ func parseArgs(args []string) (*options, error) {
 		return nil, errors.New("--join-group cannot follow --setsid (a session leader cannot change group)")
 	}
 
-	// Unix-only modes are refused up front, by flag name, so a run on
+	// Modes this OS lacks are refused up front, by flag name, so a run on
 	// another OS fails with one clear line instead of half-way through.
 	unixOnly := []string{"setsid", "setpgid", "grandchild-setsid", "child-setpgid",
-		"join-group", "nohup", "tamper", "zombies", "ignore-signals"}
-	if !unixModes {
-		for _, n := range unixOnly {
-			if set[n] {
-				return nil, fmt.Errorf("--%s: %w", n, errUnsupported)
-			}
+		"join-group", "nohup", "tamper", "zombies", "ignore-signals", "setuid"}
+	for _, n := range unixOnly {
+		if set[n] && !unixModes {
+			return nil, fmt.Errorf("--%s: %w", n, errUnsupported)
 		}
+	}
+	switch {
+	case set["migrate-cgroup"] && !cgroupModes:
+		return nil, fmt.Errorf("--migrate-cgroup: %w", errUnsupported)
+	case set["light-tree"] && !lightModes:
+		return nil, fmt.Errorf("--light-tree: %w", errUnsupported)
 	}
 	if o.pidfile != "" {
 		if _, err := pidfile.Line(""); err != nil {
@@ -293,8 +316,8 @@ func runWorker(o *options) int {
 
 func spawnAll(o *options) {
 	c := o.conf()
-	start := func(role string, budget int) *exec.Cmd {
-		cmd, err := spawn(role, c, budget)
+	start := func(role string, budget int, extra ...string) *exec.Cmd {
+		cmd, err := spawn(role, c, budget, extra...)
 		if err != nil {
 			die("spawn %s: %v", role, err)
 		}
@@ -316,6 +339,12 @@ func spawnAll(o *options) {
 	}
 	if o.nohup {
 		reap(start("nohup", 0))
+	}
+	if o.migrateCgroup {
+		reap(start("migrant", 0, "--migrate-log", o.migrateLog))
+	}
+	if o.setuidSet {
+		spawnSetuid(c, o.setuid, o.logPath)
 	}
 	if o.joinGroup {
 		host := start("host", 0)
@@ -350,6 +379,47 @@ func spawnAll(o *options) {
 	if o.tree > 0 {
 		spawnShares("tree", c, o.tree, 10)
 		waitTree(o.pidfile, o.tree)
+	}
+	if o.lightTree > 0 {
+		if err := startLight(o.lightTree, o.pidfile); err != nil {
+			die("light-tree: %v", err)
+		}
+	}
+}
+
+// spawnSetuid starts the setuid child with its stderr on a pipe and waits
+// until the child has either changed identity and recorded itself (it then
+// writes "ok" and moves its stderr to /dev/null, which ends the pipe) or has
+// failed (it writes "escaper: ERR" and exits 70). A failure is not fatal
+// for the worker, which may simply not be root: it goes to --log as
+// "setuid failed: ERR" and to the worker's stderr, and the worker goes on.
+func spawnSetuid(c conf, uid int, logPath string) {
+	cmd, err := command("setuid", c, 0, "--uid", strconv.Itoa(uid))
+	if err != nil {
+		die("spawn setuid: %v", err)
+	}
+	out, err := cmd.StderrPipe()
+	if err != nil {
+		die("spawn setuid: %v", err)
+	}
+	if err := cmd.Start(); err != nil {
+		die("spawn setuid: %v", err)
+	}
+	msg, _ := io.ReadAll(out) // EOF: the child is set up, or has exited
+	if string(msg) == "ok\n" {
+		go func() { _ = cmd.Wait() }()
+		return
+	}
+	werr := cmd.Wait()
+	reason := strings.TrimSpace(strings.TrimPrefix(string(msg), "escaper: "))
+	if reason == "" {
+		reason = fmt.Sprintf("child ended before setting up (%v)", werr)
+	}
+	fmt.Fprintf(os.Stderr, "escaper: setuid failed: %s\n", reason)
+	if logPath != "" {
+		if err := appendLine(logPath, "setuid failed: "+reason+"\n"); err != nil {
+			die("log: %v", err)
+		}
 	}
 }
 
@@ -416,9 +486,22 @@ func countRole(pidfile, role string) int {
 	return n
 }
 
-// spawn re-executes escaper in child mode. stdio is /dev/null (exec's
-// default for nil) so a surviving descendant never holds the caller's pipes.
-func spawn(role string, c conf, budget int) (*exec.Cmd, error) {
+// spawn re-executes escaper in child mode (see command) and starts it.
+func spawn(role string, c conf, budget int, extra ...string) (*exec.Cmd, error) {
+	cmd, err := command(role, c, budget, extra...)
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return cmd, nil
+}
+
+// command prepares escaper in child mode with what the child inherits and
+// extra role-specific flags. stdio is /dev/null (exec's default for nil) so
+// a surviving descendant never holds the caller's pipes.
+func command(role string, c conf, budget int, extra ...string) (*exec.Cmd, error) {
 	exe, err := selfExe()
 	if err != nil {
 		return nil, err
@@ -436,18 +519,15 @@ func spawn(role string, c conf, budget int) (*exec.Cmd, error) {
 	if budget > 0 {
 		args = append(args, "--budget", strconv.Itoa(budget))
 	}
-	cmd := exec.Command(exe, args...)
+	cmd := exec.Command(exe, append(args, extra...)...)
 	cmd.Args[0] = os.Args[0]
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
 	return cmd, nil
 }
 
 var childRoles = map[string]bool{
 	"child": true, "daemonizer": true, "daemon": true, "forker": true,
 	"grandchild": true, "pgchild": true, "host": true, "nohup": true,
-	"tree": true, "storm": true, "zombie": true,
+	"tree": true, "storm": true, "zombie": true, "migrant": true, "setuid": true,
 }
 
 func runChild(role string, args []string) int {
@@ -459,12 +539,31 @@ func runChild(role string, args []string) int {
 	fs.StringVar(&c.marker, "marker", "", "")
 	fs.DurationVar(&c.markerAfter, "marker-after", 0, "")
 	budget := fs.Int("budget", 0, "")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || !childRoles[role] {
+	migrateLog := fs.String("migrate-log", "", "")
+	uid := fs.Int("uid", -1, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || !childRoles[role] ||
+		(role == "migrant") != (*migrateLog != "") || (role == "setuid") != (*uid >= 0) {
 		fmt.Fprintf(os.Stderr, "escaper: bad internal child invocation (role %q)\n", role)
 		return exitUsage
 	}
+	// Failures go to stderr, which is /dev/null except for the setuid
+	// child, whose worker relays them.
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(os.Stderr, "escaper: "+format+"\n", a...)
+		return exitSoftware
+	}
 	if c.ignoreSignals {
 		ignoreTermSignals()
+	}
+	// The pidfile line is built and the file opened before the role's
+	// setup, while the process still has the worker's identity: after
+	// setuid it may not reach the file any more. It is written after.
+	record := func() error { return nil }
+	if c.pidfile != "" {
+		var err error
+		if record, err = preparePidLine(c.pidfile, role); err != nil {
+			return fail("pidfile: %v", err)
+		}
 	}
 	switch role {
 	case "nohup":
@@ -477,11 +576,27 @@ func runChild(role string, args []string) int {
 		if err := setpgid(0, 0); err != nil {
 			return exitSoftware
 		}
+	case "setuid":
+		if err := dropPrivileges(*uid); err != nil {
+			return fail("%v", err)
+		}
+	case "migrant":
+		// The outcome of the attempt, ok or not, is the evidence; only
+		// failing to record it is an error.
+		if err := appendLine(*migrateLog, "migrate "+migrateCgroup()+"\n"); err != nil {
+			return fail("migrate-log: %v", err)
+		}
 	}
-	// The pidfile line comes last, after signals and group changes, so a
-	// reader can treat it as "this process is set up".
-	if c.pidfile != "" {
-		if err := writePidLine(c.pidfile, role); err != nil {
+	// The pidfile line comes last, after signals and group, cgroup or
+	// identity changes, so a reader can treat it as "this process is set
+	// up".
+	if err := record(); err != nil {
+		return fail("pidfile: %v", err)
+	}
+	if role == "setuid" {
+		// Tell the worker, then let go of its pipe (see spawnSetuid).
+		os.Stderr.WriteString("ok\n")
+		if err := detachStderr(); err != nil {
 			return exitSoftware
 		}
 	}
@@ -547,6 +662,27 @@ func writePidLine(path, role string) error {
 		return err
 	}
 	return appendLine(path, l)
+}
+
+// preparePidLine builds this process's pidfile line and opens path now, and
+// returns the function that later appends the line in one O_APPEND write
+// and closes the file.
+func preparePidLine(path, role string) (func() error, error) {
+	l, err := pidfile.Line(role)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return func() error {
+		_, err := f.WriteString(l)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}, nil
 }
 
 // writeFileAtomic renames a finished temp file into place so a polling test

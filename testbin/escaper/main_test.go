@@ -3,8 +3,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -370,6 +372,13 @@ func TestBadFlags(t *testing.T) {
 		{"child mode not first", nil, []string{"--child", "--escaper-child=child"}},
 		{"unknown child role", nil, []string{"--escaper-child=nosuch"}},
 		{"bad env flag", []string{"ESCAPER_ARGS=--exit x"}, nil},
+		{"migrate-cgroup without log", nil, []string{"--migrate-cgroup"}},
+		{"migrate-log alone", nil, []string{"--migrate-log", "x"}},
+		{"negative setuid", nil, []string{"--setuid", "-1"}},
+		{"setuid out of range", nil, []string{"--setuid", "4294967295"}},
+		{"negative light-tree", nil, []string{"--light-tree", "-1"}},
+		{"migrant without log", nil, []string{"--escaper-child=migrant"}},
+		{"setuid child without uid", nil, []string{"--escaper-child=setuid"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -379,4 +388,303 @@ func TestBadFlags(t *testing.T) {
 			assert.True(t, strings.HasPrefix(msg, "escaper: ") && strings.Count(msg, "\n") == 1, "stderr %q", msg)
 		})
 	}
+}
+
+// statusField returns the value of a "Name:" line of /proc/PID/status.
+func statusField(t *testing.T, pid int, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, name+":"); ok {
+			return strings.Join(strings.Fields(v), " ")
+		}
+	}
+	t.Fatalf("no %s line in /proc/%d/status", name, pid)
+	return ""
+}
+
+// gone reports whether the recorded process has left the process table, that
+// is, it is dead and has been reaped (a recycled pid counts as gone).
+func gone(e proctest.Record) bool {
+	st, err := proctest.Stat(e.Pid)
+	return errors.Is(err, platform.ErrNoProcess) || (err == nil && st.StartTicks != e.Start)
+}
+
+// --migrate-cgroup: the migrant logs its attempt before it records itself,
+// and when it says ok it is in the cgroup it names.
+func TestMigrateCgroup(t *testing.T) {
+	dir := t.TempDir()
+	pf, mlog := filepath.Join(dir, "pids"), filepath.Join(dir, "migrate")
+	rr := escaper.Start(t, pf, nil, "--pidfile", pf, "--migrate-cgroup", "--migrate-log", mlog)
+	by := waitRoles(t, pf, map[string]int{"worker": 1, "migrant": 1})
+	m := by["migrant"][0]
+	ms := mustStat(t, m)
+	assert.Equal(t, rr.Cmd.Process.Pid, ms.PPid)
+
+	// No waiting: the line is written before the pidfile line.
+	b, err := os.ReadFile(mlog)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	require.Len(t, lines, 1, "migrate log %q", b)
+	t.Logf("migrant %d: %s", m.Pid, lines[0])
+	f := strings.Fields(lines[0])
+	require.GreaterOrEqual(t, len(f), 3, "line %q", lines[0])
+	require.Equal(t, "migrate", f[0])
+	switch f[1] {
+	case "ok":
+		require.Len(t, f, 3, "line %q", lines[0])
+		require.Equal(t, "cgroup.procs", filepath.Base(f[2]))
+		procs, err := os.ReadFile(f[2])
+		require.NoError(t, err)
+		assert.Contains(t, strings.Fields(string(procs)), strconv.Itoa(m.Pid), "migrant not in %s", f[2])
+	case "fail":
+		assert.True(t, f[2] == "-:" || strings.HasSuffix(f[2], "/cgroup.procs:"), "line %q", lines[0])
+	default:
+		t.Fatalf("line %q is neither ok nor fail", lines[0])
+	}
+	assert.True(t, m.Alive())
+}
+
+// --setuid 65534 as root: the child has dropped every identity it had,
+// recorded itself anyway, and the worker has nothing to complain about.
+func TestSetuid(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to change identity")
+	}
+	dir := t.TempDir()
+	pf, logf := filepath.Join(dir, "pids"), filepath.Join(dir, "log")
+	rr := escaper.Start(t, pf, nil, "--pidfile", pf, "--log", logf, "--setuid", "65534")
+	by := waitRoles(t, pf, map[string]int{"worker": 1, "setuid": 1})
+	c := by["setuid"][0]
+	cs := mustStat(t, c)
+	assert.Equal(t, rr.Cmd.Process.Pid, cs.PPid)
+	assert.Equal(t, "65534 65534 65534 65534", statusField(t, c.Pid, "Uid"))
+	assert.Equal(t, "65534 65534 65534 65534", statusField(t, c.Pid, "Gid"))
+	assert.Equal(t, "", statusField(t, c.Pid, "Groups"))
+	assert.Equal(t, "0 0 0 0", statusField(t, rr.Cmd.Process.Pid, "Uid"), "the worker keeps its identity")
+	b, err := os.ReadFile(logf)
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprintf("started %d term \n", rr.Cmd.Process.Pid), string(b))
+	assert.Empty(t, rr.Stderr.String())
+}
+
+// A worker that may not change identity: the child fails with 70, the worker
+// logs why and goes on (its marker comes after the spawns).
+func TestSetuidFails(t *testing.T) {
+	setpriv := needSetpriv(t)
+	dir := sharedDir(t)
+	pf, logf, marker := filepath.Join(dir, "pids"), filepath.Join(dir, "log"), filepath.Join(dir, "m")
+
+	rr := proctest.Binary(setpriv).Start(t, pf, nil, "--reuid", "65534", "--regid", "65534", "--clear-groups",
+		string(escaper), "--pidfile", pf, "--log", logf, "--setuid", "0", "--marker", marker)
+	proctest.WaitFor(t, 10*time.Second, "worker marker", func() bool {
+		_, err := os.Stat(marker)
+		return err == nil
+	})
+	pid := rr.Cmd.Process.Pid // setpriv execs the worker
+	b, err := os.ReadFile(logf)
+	require.NoError(t, err)
+	want := "setuid failed: setgroups([]): operation not permitted"
+	assert.Equal(t, fmt.Sprintf("started %d term \n%s\n", pid, want), string(b))
+	assert.Equal(t, "escaper: "+want+"\n", rr.Stderr.String())
+	recs := records(t, pf)
+	require.Len(t, recs, 1, "only the worker is recorded")
+	assert.Equal(t, pid, recs[0].Pid)
+	assert.Equal(t, "worker", recs[0].Role)
+	assert.Equal(t, "65534 65534 65534 65534", statusField(t, pid, "Uid"))
+	assert.False(t, rr.Exited(), "the worker goes on")
+}
+
+// needSetpriv skips the test unless it can start a worker as nobody (uid and
+// gid 65534) with setpriv(1).
+func needSetpriv(t *testing.T) string {
+	t.Helper()
+	setpriv, err := exec.LookPath("setpriv")
+	if os.Geteuid() != 0 || err != nil {
+		t.Skip("needs root and setpriv(1) to start the worker as another user")
+	}
+	return setpriv
+}
+
+// sharedDir is a world-writable directory for the files of an unprivileged
+// worker, which cannot reach t.TempDir (its parents are private).
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "escaper-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o777))
+	return dir
+}
+
+// --light-tree 200: 200 plain sleeps, children of the worker, recorded by it
+// before it goes on. With --ignore-signals they shrug off TERM/INT/HUP and
+// need SIGKILL; without, TERM ends them. Either way the worker reaps them.
+func TestLightTree(t *testing.T) {
+	const n = 200
+	for _, ignore := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ignore-signals=%v", ignore), func(t *testing.T) {
+			dir := t.TempDir()
+			pf, marker := filepath.Join(dir, "pids"), filepath.Join(dir, "m")
+			args := []string{"--pidfile", pf, "--light-tree", strconv.Itoa(n), "--marker", marker}
+			if ignore {
+				args = append(args, "--ignore-signals")
+			}
+			rr := escaper.Start(t, pf, nil, args...)
+			wpid := rr.Cmd.Process.Pid
+			proctest.WaitFor(t, 30*time.Second, "worker marker after the light tree", func() bool {
+				_, err := os.Stat(marker)
+				return err == nil
+			})
+			var light []proctest.Record
+			for _, e := range records(t, pf) {
+				if e.Role == "light" {
+					light = append(light, e)
+				}
+			}
+			require.Len(t, light, n)
+			seen := map[int]bool{}
+			const termBits = 1<<(unix.SIGHUP-1) | 1<<(unix.SIGINT-1) | 1<<(unix.SIGTERM-1)
+			for _, e := range light {
+				require.False(t, seen[e.Pid], "pid %d recorded twice", e.Pid)
+				seen[e.Pid] = true
+				st := mustStat(t, e)
+				require.Equal(t, "sleep", st.Comm)
+				require.Equal(t, "sleep 3600", platform.Cmdline(e.Pid))
+				require.Equal(t, wpid, st.PPid)
+				ign, err := strconv.ParseUint(statusField(t, e.Pid, "SigIgn"), 16, 64)
+				require.NoError(t, err)
+				if ignore {
+					require.Equal(t, uint64(termBits), ign&termBits, "pid %d SigIgn %x", e.Pid, ign)
+				} else {
+					require.Zero(t, ign&(1<<(unix.SIGTERM-1)), "pid %d SigIgn %x", e.Pid, ign)
+				}
+			}
+
+			for _, e := range light {
+				require.NoError(t, proctest.Signal(e, unix.SIGTERM))
+				if ignore {
+					require.NoError(t, proctest.Signal(e, unix.SIGINT))
+					require.NoError(t, proctest.Signal(e, unix.SIGHUP))
+				}
+			}
+			if ignore {
+				time.Sleep(200 * time.Millisecond)
+				require.Len(t, proctest.Alive(light), n, "every light process must ignore TERM/INT/HUP")
+				require.NoError(t, proctest.Kill(light...))
+			}
+			// Dead and reaped by the worker, which is still running.
+			proctest.WaitFor(t, 10*time.Second, "light processes reaped", func() bool {
+				for _, e := range light {
+					if !gone(e) {
+						return false
+					}
+				}
+				return true
+			})
+			assert.False(t, rr.Exited(), "the worker keeps running")
+		})
+	}
+}
+
+// Where --migrate-cgroup writes: found from /proc/self/mountinfo, never
+// assumed, for the layouts a host may have.
+func TestCgroupTargets(t *testing.T) {
+	const (
+		hybrid = "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n" +
+			"39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n" +
+			"41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n"
+		pure   = "29 23 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate\n"
+		nested = "50 40 0:26 /a/b /mnt/sub rw - cgroup2 cgroup2 rw\n" + pure
+		spaced = "50 40 0:26 / /mnt/my\\040cg rw master:1 - cgroup2 none rw\n"
+		v1only = "39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+	)
+	cases := []struct {
+		name, cgroup, mountinfo, top, parent string
+	}{
+		{"hybrid at the top", "1:pids:/\n0::/\n", hybrid, "/sys/fs/cgroup/unified/cgroup.procs", "/sys/fs/cgroup/unified/cgroup.procs"},
+		{"hybrid nested", "0::/user.slice/s.scope\n", hybrid, "/sys/fs/cgroup/unified/cgroup.procs", "/sys/fs/cgroup/unified/user.slice/cgroup.procs"},
+		{"pure v2", "0::/a/b/c\n", pure, "/sys/fs/cgroup/cgroup.procs", "/sys/fs/cgroup/a/b/cgroup.procs"},
+		{"prefers the top mount", "0::/a/b/c\n", nested, "/sys/fs/cgroup/cgroup.procs", "/sys/fs/cgroup/a/b/cgroup.procs"},
+		{"subtree mount only", "0::/a/b/c/d\n", "50 40 0:26 /a/b /mnt/sub rw - cgroup2 cgroup2 rw\n", "/mnt/sub/cgroup.procs", "/mnt/sub/c/cgroup.procs"},
+		{"cgroup outside the mount", "0::/x\n", "50 40 0:26 /a /mnt/sub rw - cgroup2 cgroup2 rw\n", "/mnt/sub/cgroup.procs", "/mnt/sub/cgroup.procs"},
+		{"escaped mount point", "0::/w\n", spaced, "/mnt/my cg/cgroup.procs", "/mnt/my cg/cgroup.procs"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			top, parent, err := cgroupTargets(c.cgroup, c.mountinfo)
+			require.NoError(t, err)
+			assert.Equal(t, c.top, top)
+			assert.Equal(t, c.parent, parent)
+		})
+	}
+	_, _, err := cgroupTargets("1:pids:/\n", hybrid)
+	assert.ErrorContains(t, err, `no cgroup v2 ("0::") line`)
+	_, _, err = cgroupTargets("0::/\n", v1only)
+	assert.ErrorContains(t, err, "no cgroup2 mount")
+}
+
+// The fallback of --migrate-cgroup, with a delegated subtree as systemd gives
+// a user: the worker runs as nobody in DELEG/a/b, which nobody owns from DELEG
+// down. The top of the hierarchy refuses the migrant, its parent DELEG/a
+// takes it.
+func TestMigrateCgroupFallback(t *testing.T) {
+	setpriv := needSetpriv(t)
+	self, err := os.ReadFile("/proc/self/cgroup")
+	require.NoError(t, err)
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	require.NoError(t, err)
+	top, _, err := cgroupTargets(string(self), string(mi))
+	if err != nil {
+		t.Skipf("no cgroup v2 here: %v", err)
+	}
+	mnt := filepath.Dir(top)
+	deleg := filepath.Join(mnt, fmt.Sprintf("escaper-test-%d", os.Getpid()))
+	leaf := filepath.Join(deleg, "a", "b")
+	if err := os.MkdirAll(leaf, 0o755); err != nil {
+		t.Skipf("cannot create cgroups under %s: %v", mnt, err)
+	}
+	// Registered before the worker starts, so it runs after the worker's
+	// cleanup has killed everything: only empty cgroups can be removed.
+	t.Cleanup(func() {
+		for _, d := range []string{leaf, filepath.Dir(leaf), deleg} {
+			proctest.WaitFor(t, 5*time.Second, "rmdir "+d, func() bool {
+				err := unix.Rmdir(d)
+				return err == nil || errors.Is(err, unix.ENOENT)
+			})
+		}
+	})
+	for _, d := range []string{deleg, filepath.Dir(leaf), leaf} {
+		for _, f := range []string{"", "cgroup.procs", "cgroup.threads", "cgroup.subtree_control"} {
+			require.NoError(t, os.Chown(filepath.Join(d, f), 65534, 65534))
+		}
+	}
+
+	dir := sharedDir(t)
+	pf, mlog := filepath.Join(dir, "pids"), filepath.Join(dir, "migrate")
+	// The shell moves itself into the leaf and execs, through setpriv, the
+	// worker: one pid all along.
+	script := fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec %s --reuid 65534 --regid 65534 --clear-groups %s --pidfile %s --migrate-cgroup --migrate-log %s`,
+		leaf, setpriv, escaper, pf, mlog)
+	rr := proctest.Binary("/bin/sh").Start(t, pf, nil, "-c", script)
+	by := waitRoles(t, pf, map[string]int{"worker": 1, "migrant": 1})
+	require.Equal(t, rr.Cmd.Process.Pid, by["worker"][0].Pid)
+	m := by["migrant"][0]
+	mustStat(t, m)
+
+	b, err := os.ReadFile(mlog)
+	require.NoError(t, err)
+	want := fmt.Sprintf("migrate ok %s/cgroup.procs\n", filepath.Dir(leaf))
+	assert.Equal(t, want, string(b))
+	rel := strings.TrimPrefix(filepath.Dir(leaf), mnt)
+	assert.Contains(t, strings.Split(readString(t, fmt.Sprintf("/proc/%d/cgroup", m.Pid)), "\n"), "0::"+rel)
+	assert.Contains(t, strings.Split(readString(t, fmt.Sprintf("/proc/%d/cgroup", rr.Cmd.Process.Pid)), "\n"), "0::"+strings.TrimPrefix(leaf, mnt))
+}
+
+func readString(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b)
 }

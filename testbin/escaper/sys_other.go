@@ -19,4 +19,6 @@ func setpgid(int, int) error   { return errUnsupported }
 func getpgid(int) (int, error) { return 0, errUnsupported }
 func ignoreTermSignals()       {}
 func ignoreHUP()               {}
+func dropPrivileges(int) error { return errUnsupported }
+func detachStderr() error      { return errUnsupported }
 func tamper(string)            { die("--tamper: %v", errUnsupported) }

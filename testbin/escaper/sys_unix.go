@@ -36,6 +36,33 @@ func ignoreTermSignals() { signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscal
 
 func ignoreHUP() { signal.Ignore(syscall.SIGHUP) }
 
+// dropPrivileges changes identity the way a setuid-style helper does: the
+// supplementary groups first, then the group, then the user (after which
+// the others would no longer be allowed). The syscall package applies each
+// call to every thread of the process.
+func dropPrivileges(uid int) error {
+	if err := syscall.Setgroups([]int{}); err != nil {
+		return fmt.Errorf("setgroups([]): %w", err)
+	}
+	if err := syscall.Setgid(uid); err != nil {
+		return fmt.Errorf("setgid(%d): %w", uid, err)
+	}
+	if err := syscall.Setuid(uid); err != nil {
+		return fmt.Errorf("setuid(%d): %w", uid, err)
+	}
+	return nil
+}
+
+// detachStderr points fd 2 at /dev/null, closing whatever it was before.
+func detachStderr() error {
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer null.Close()
+	return unix.Dup2(int(null.Fd()), 2)
+}
+
 // tamper tries what a same-UID worker could do to its supervisor and records
 // each attempt. It opens files for writing but writes no bytes, and sends no
 // signal other than 0: the point is to show what is reachable, not to break
