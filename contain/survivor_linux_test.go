@@ -93,3 +93,38 @@ func waitFreezerState(t *testing.T, cg, want string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A member frozen for a moment (the freezer stands in for uninterruptible sleep:
+// SIGKILL waits until it can run) delays the proof but not its outcome: teardown
+// waits within its bound, and lost follows once the kernel shows it gone.
+func TestMomentarilyFrozenMemberIsWaitedFor(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"cgroup", "process-group"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			freezer := freezerCgroup(t)
+			r := start(t, sc{
+				flags:  []string{"--containment", backend},
+				worker: "--ignore-signals --child",
+				hold:   []string{"emit:leader,term=6,budget=60000", "waitfile:{dir}/go", "emit:lost,term=6"},
+			})
+			r.waitEvent("leader", 5*time.Second)
+			waitRecorded(t, r.dir+"/pids", 2)
+			var child recorded
+			for _, rec := range pidsIn(r.dir + "/pids") {
+				if rec.role == "child" {
+					child = rec
+				}
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(freezer, "cgroup.procs"), []byte(strconv.Itoa(child.pid)), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(freezer, "freezer.state"), []byte("FROZEN"), 0o644))
+			waitFreezerState(t, freezer, "FROZEN")
+			require.NoError(t, os.WriteFile(filepath.Join(r.dir, "go"), nil, 0o644))
+			time.Sleep(2500 * time.Millisecond) // past the 1 s grace: the kill is pending
+			require.Equal(t, []string{"leader"}, r.events(), "lost before the frozen member was gone")
+			require.NoError(t, os.WriteFile(filepath.Join(freezer, "freezer.state"), []byte("THAWED"), 0o644))
+			require.Equal(t, 20, r.wait(bound), r.stderr())
+			require.Equal(t, true, r.line("lost")["containment"].(map[string]any)["proven_empty"])
+		})
+	}
+}
