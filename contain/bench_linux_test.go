@@ -37,21 +37,31 @@ func BenchmarkTable(b *testing.B) {
 		added[i] = gate[i] - pct(base, 50)
 	}
 	add("added by the supervisor (supervised - baseline p50)", added, "target < 10 ms")
-	add("teardown, TERM-obedient worker: lost written -> lost printed", benchTeardown(b, 25, "--term-exits", 0, time.Second), "target < 50 ms; includes the hold group")
-	const grace = 300 * time.Millisecond
-	for _, n := range []int{0, 100, 1000} {
-		what := fmt.Sprintf("teardown after grace, TERM-ignoring tree of %d", n+1)
-		flags := "--ignore-signals"
-		if n > 0 {
-			flags += fmt.Sprintf(" --tree %d", n)
-		}
-		reps := 8
-		if n >= 1000 {
-			reps = 3
-		}
-		add(what, benchTeardown(b, reps, flags, n, grace), fmt.Sprintf("grace %v subtracted", grace))
-	}
+	add("teardown, TERM-obedient worker: lost written -> lost printed", benchTeardown(b, 25, "--term-exits", "auto", time.Second), "target < 50 ms; includes the hold group")
 
+	// Both backends side by side, on the same trees, in the same run.
+	const grace = 300 * time.Millisecond
+	type cmp struct {
+		what  string
+		flags string
+		reps  int
+	}
+	cases := []cmp{
+		{"TERM-ignoring worker alone", "--ignore-signals", 8},
+		{"TERM-ignoring tree of 101", "--ignore-signals --light-tree 100", 6},
+		{"TERM-ignoring tree of 1001", "--ignore-signals --light-tree 1000", 4},
+		{"TERM-ignoring tree of 5001", "--ignore-signals --light-tree 5000", 2},
+		{"fork storm (Go processes forking, killed mid-storm)", "--ignore-signals --storm 400 --no-wait", 4},
+	}
+	var side [][]string
+	for _, c := range cases {
+		row := []string{c.what}
+		for _, backend := range []string{"process-group", "cgroup"} {
+			d := benchTeardown(b, c.reps, c.flags, backend, grace)
+			row = append(row, ms(pct(d, 50)), ms(slices.Max(d)))
+		}
+		side = append(side, row)
+	}
 	idle := benchIdle(b, 10*time.Second)
 
 	fmt.Printf("\n## octostore-supervisor benchmarks (%s, %d CPUs, backend process-group)\n\n", time.Now().Format("2006-01-02"), numCPU())
@@ -59,7 +69,11 @@ func BenchmarkTable(b *testing.B) {
 	for _, r := range rows {
 		fmt.Printf("| %s |\n", strings.Join(r, " | "))
 	}
-	fmt.Printf("\nIdle supervision for %v (leader held, hold silent):\n\n| process | CPU ms | wake-ups (context switches) | RSS MB |\n|---|---|---|---|\n", 10*time.Second)
+	fmt.Printf("\nTeardown after the %v grace: trigger (lost written) -> proven empty (lost printed), grace subtracted; both backends in this run:\n\n| tree | process-group p50 | process-group max | cgroup p50 | cgroup max |\n|---|---|---|---|---|\n", grace)
+	for _, r := range side {
+		fmt.Printf("| %s |\n", strings.Join(r, " | "))
+	}
+	fmt.Printf("\nIdle supervision for %v (leader held, hold silent):\n\n| process | CPU ms | wake-ups (context switches) | RSS MB | PSS MB | anonymous MB |\n|---|---|---|---|---|---|\n", 10*time.Second)
 	for _, r := range idle {
 		fmt.Printf("| %s |\n", strings.Join(r, " | "))
 	}
@@ -136,14 +150,19 @@ func benchGate(b *testing.B, n int) (gate, base []time.Duration) {
 // benchTeardown: from the instant the hold wrote lost to the instant the
 // supervisor's lost line (printed only after proof) reached us, minus the grace
 // for TERM-ignoring workers.
-func benchTeardown(b *testing.B, n int, flags string, tree int, grace time.Duration) []time.Duration {
+func benchTeardown(b *testing.B, n int, flags, backend string, grace time.Duration) []time.Duration {
 	var out []time.Duration
+	// A storm is killed while it still forks; everything else once it is set up.
+	wait, flags := !strings.Contains(flags, "--no-wait"), strings.ReplaceAll(flags, " --no-wait", "")
 	for i := 0; i < n; i++ {
 		dir := b.TempDir()
 		ready := "--marker " + dir + "/ready"
 		w := benchScript(b, dir, flags+" "+ready)
-		cmd := exec.Command(bins.sup, "election", "--term-grace", grace.String(), "room", "agent", w, "--", bins.hold, "--stamps", dir+"/stamps",
-			"emit:leader,term=1,budget=60000", "waitfile:"+dir+"/ready,timeout=120s", "emit:lost,term=1")
+		steps := []string{"emit:leader,term=1,budget=60000", "waitfile:" + dir + "/ready,timeout=120s", "emit:lost,term=1"}
+		if !wait {
+			steps = []string{"emit:leader,term=1,budget=60000", "waitfile:" + dir + "/ready,timeout=120s", "sleep:300ms", "emit:lost,term=1"}
+		}
+		cmd := exec.Command(bins.sup, append([]string{"election", "--term-grace", grace.String(), "--containment", backend, "room", "agent", w, "--", bins.hold, "--stamps", dir + "/stamps"}, steps...)...)
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			b.Fatal(err)
@@ -162,7 +181,7 @@ func benchTeardown(b *testing.B, n int, flags string, tree int, grace time.Durat
 		}
 		_ = cmd.Wait()
 		if printed.IsZero() {
-			b.Fatalf("no lost line (tree %d, exit %d)", tree, cmd.ProcessState.ExitCode())
+			b.Fatalf("no lost line (%s, %s, exit %d)", flags, backend, cmd.ProcessState.ExitCode())
 		}
 		d := printed.Sub(readNanos(b, dir+"/stamps", "lost"))
 		if strings.Contains(flags, "--ignore-signals") {
@@ -204,7 +223,7 @@ func benchIdle(b *testing.B, hold time.Duration) [][]string {
 	}
 	time.Sleep(hold)
 	var rows [][]string
-	var cpuTotal, rssTotal float64
+	var cpuTotal, rssTotal, pssTotal float64
 	for _, name := range []string{"supervisor", "guardian", "shim 1", "shim 2"} {
 		pid, ok := procs[name]
 		if !ok {
@@ -212,14 +231,15 @@ func benchIdle(b *testing.B, hold time.Duration) [][]string {
 		}
 		after := cpuAndSwitches(pid)
 		cpu := float64(after[0]-before[name][0]) * 10 // clock ticks of 10 ms
-		rss := rssMB(pid)
+		rss, pss, anon := memMB(pid)
 		if name == "supervisor" || name == "guardian" {
 			cpuTotal += cpu
 			rssTotal += rss
+			pssTotal += pss
 		}
-		rows = append(rows, []string{name, fmt.Sprintf("%.0f", cpu), strconv.FormatInt(after[1]-before[name][1], 10), fmt.Sprintf("%.1f", rss)})
+		rows = append(rows, []string{name, fmt.Sprintf("%.0f", cpu), strconv.FormatInt(after[1]-before[name][1], 10), fmt.Sprintf("%.1f", rss), fmt.Sprintf("%.1f", pss), fmt.Sprintf("%.1f", anon)})
 	}
-	rows = append(rows, []string{"supervisor + guardian", fmt.Sprintf("%.0f (target < 50)", cpuTotal), "", fmt.Sprintf("%.1f (target < 15)", rssTotal)})
+	rows = append(rows, []string{"supervisor + guardian", fmt.Sprintf("%.0f (target < 50)", cpuTotal), "", fmt.Sprintf("%.1f (target < 15)", rssTotal), fmt.Sprintf("%.1f", pssTotal), ""})
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	_ = cmd.Wait()
 	return rows
@@ -248,13 +268,25 @@ func cpuAndSwitches(pid int) [2]int64 {
 	return [2]int64{cpu, sw}
 }
 
-func rssMB(pid int) float64 {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+// memMB reads resident, proportional and anonymous memory. RSS counts the
+// binary's text in every one of our four processes although it is shared; PSS
+// splits shared pages among their users, so it is what the processes really cost.
+func memMB(pid int) (rss, pss, anon float64) {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "VmRSS:") {
-			kb, _ := strconv.ParseFloat(strings.Fields(l)[1], 64)
-			return kb / 1024
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "Rss:":
+			rss = kb / 1024
+		case "Pss:":
+			pss = kb / 1024
+		case "Anonymous:":
+			anon = kb / 1024
 		}
 	}
-	return 0
+	return rss, pss, anon
 }
