@@ -222,18 +222,24 @@ func SweepStale(b Backend, dryRun bool, proof time.Duration) ([]StaleRun, error)
 		if err != nil {
 			return out, err
 		}
-		procs, _ := m.Procs(true)
+		procs, err := m.Procs(true)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // another sweep (every supervisor sweeps at start) got there first
+		}
 		s := StaleRun{Dir: dir, Processes: len(procs)}
 		if dryRun {
 			out = append(out, s)
 			continue
 		}
 		if len(procs) > 0 {
-			if err := m.Kill(); err != nil {
+			if err := m.Kill(); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return out, fmt.Errorf("kill %s: %w", dir, err)
 			}
 		}
 		if s.ProvenEmpty, err = platform.WaitCgroupEmpty(dir, proof); err != nil {
+			if _, serr := os.Stat(dir); errors.Is(serr, os.ErrNotExist) {
+				continue // removed by a concurrent sweep once it was empty
+			}
 			return out, err
 		}
 		if s.ProvenEmpty {

@@ -498,7 +498,12 @@ func (g *guardian) forward(grp *shimGroup, sig syscall.Signal) {
 		_ = s.signalAll(live, sig)
 	}
 	if l := g.leafOf(grp); l != nil {
+		// Only members the tree walk did not reach (one that left our parent
+		// chain): a process signalled twice may take the second as "force quit".
 		for _, pid := range l.members() {
+			if _, done := s.seen[pid]; done {
+				continue
+			}
 			if p, err := s.r.Stat(pid); err == nil {
 				_ = s.r.Signal(p, sig)
 			}

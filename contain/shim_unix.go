@@ -46,24 +46,27 @@ func ShimMain() int {
 			prog = m
 			if !m.Gated { // the hold starts at once; the worker waits for opStart
 				pid, err := startProgram(program{argv: prog.Argv, env: prog.Env, leaf: prog.Leaf, join: prog.Join})
-				w.watch(pid)
 				reply := msg{Op: opReady, Reply: true, Pid: pid}
 				if err != nil {
 					reply.Err = err.Error()
 				}
+				// Reply first, then watch: a program that is already gone is
+				// reported by watch at once, and that report must come after the
+				// reply the guardian is waiting for, or it is taken for the reply.
 				_ = c.send(reply)
+				w.watch(pid)
 				continue
 			}
 			_ = c.send(msg{Op: opReady, Reply: true})
 		case opStart:
 			env := append(append([]string(nil), prog.Env...), m.Env...)
 			pid, err := startProgram(program{argv: prog.Argv, env: env, noNewPrivs: true, fireMs: m.FireMs, leaf: prog.Leaf, join: prog.Join})
-			w.watch(pid)
 			reply := msg{Op: opStart, Reply: true, Pid: pid}
 			if err != nil {
 				reply.Err = err.Error()
 			}
-			_ = c.send(reply)
+			_ = c.send(reply) // before watch, as above
+			w.watch(pid)
 		case opRelease:
 			w.signal(syscall.SIGTERM)
 		}
