@@ -1,0 +1,251 @@
+package contain_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/platform"
+)
+
+// Done-when of the cgroup issue: SIGKILL of the supervisor, then of the
+// guardian, at random points across 50 runs leaves nothing running after the
+// next sweep. Each run has a TERM-immune worker tree with a setsid daemon and a
+// TERM-immune hold with a descendant. The supervisor is killed 0-400 ms after
+// it started (before the worker starts in some runs, after in others), its
+// guardian 0-100 ms later. Then one `octostore-supervisor sweep` runs, and every
+// process any run recorded must be dead, and no cgroup directory of any of the
+// 50 runs may remain. OCTOSTORE_CRASH_SEED replays a logged seed.
+func TestCrashThenSweep50(t *testing.T) {
+	t.Parallel()
+	const runs, concurrent = 50, 4
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("OCTOSTORE_CRASH_SEED"); s != "" {
+		var err error
+		seed, err = strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err, "OCTOSTORE_CRASH_SEED")
+	}
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
+	s := sc{
+		worker: "--ignore-signals --grandchild-setsid --tree 5",
+		hold:   []string{"--ignore-signals", "--descendant-marker", "{dir}/m", "--descendant-after", "1h", "emit:leader,term=1,budget=20000"},
+	}
+	began := time.Now()
+
+	// The runs are started here, in the test's goroutine, so that start's
+	// end-of-test proofs run after the sweep; the kills happen in goroutines that
+	// only report.
+	crashes := make([]*crashRun, runs)
+	sem := make(chan struct{}, concurrent)
+	var wg sync.WaitGroup
+	for i := range crashes {
+		c := &crashRun{
+			supAt:  time.Duration(rng.Int64N(int64(400 * time.Millisecond))),
+			gAfter: time.Duration(rng.Int64N(int64(100 * time.Millisecond))),
+		}
+		crashes[i] = c
+		sem <- struct{}{}
+		c.r = start(t, s)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			c.err = c.crash()
+		}()
+	}
+	wg.Wait()
+	crashed := time.Since(began)
+	for i, c := range crashes {
+		require.NoError(t, c.err, "run %d (supervisor %d, killed at %v, guardian %v later)", i, c.r.cmd.Process.Pid, c.supAt, c.gAfter)
+	}
+
+	// Runs whose cgroup was left behind (supervisors that started later may
+	// already have swept some of them).
+	backend := wantBackend(s)
+	parent := defaultRunParent(t)
+	abandoned := 0
+	for _, c := range crashes {
+		if backend == "cgroup" && len(runDirsOf(t, parent, c.r.cmd.Process.Pid)) > 0 {
+			abandoned++
+		}
+	}
+
+	sw := startCLI(t, t.TempDir(), 0, "sweep", "--json")
+	require.Equal(t, 0, sw.wait(bound), sw.stderr())
+	swept := time.Since(began)
+	ours := map[int]bool{}
+	for _, c := range crashes {
+		ours[c.r.cmd.Process.Pid] = true
+	}
+	cleaned, withProcs, procs := 0, 0, 0
+	for _, l := range sw.out.Lines() {
+		var st struct {
+			Dir         string `json:"dir"`
+			Processes   int    `json:"processes"`
+			ProvenEmpty bool   `json:"proven_empty"`
+			Removed     bool   `json:"removed"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(l), &st), l)
+		require.True(t, st.ProvenEmpty && st.Removed, "a swept run was not proven empty and removed: %s", l)
+		sup, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(st.Dir), "run-"), ".")
+		if pid, err := strconv.Atoi(sup); err == nil && ours[pid] {
+			cleaned++
+			procs += st.Processes
+			if st.Processes > 0 {
+				withProcs++
+			}
+		}
+	}
+
+	// Nothing any run recorded is alive. Under the cgroup backend the sweep
+	// proved every abandoned run empty, so this holds the moment it returned;
+	// the process-group backend has no sweep, and its shims' fail-closed
+	// teardown is given a bound.
+	var all []recorded
+	for _, c := range crashes {
+		all = append(all, pidsIn(filepath.Join(c.r.dir, "pids"))...)
+		all = append(all, pidsIn(filepath.Join(c.r.dir, "hold.pids"))...)
+	}
+	require.NotEmpty(t, all)
+	alive := aliveRecorded(all)
+	if backend != "cgroup" {
+		alive = survivorsAt(all, time.Now().Add(3*time.Second))
+	}
+	for _, a := range alive {
+		t.Errorf("alive after the sweep: pid %d (%s) %s", a.pid, a.role, platform.Cmdline(a.pid))
+	}
+	for _, c := range crashes {
+		requireNoRunDir(t, parent, c.r.cmd.Process.Pid)
+	}
+
+	var beforeHold, beforeWorker, afterWorker, noGuardian int
+	for _, c := range crashes {
+		if !c.guardian {
+			noGuardian++
+		}
+		switch {
+		case len(pidsIn(filepath.Join(c.r.dir, "hold.pids"))) == 0:
+			beforeHold++
+		case !fileExists(filepath.Join(c.r.dir, "log")):
+			beforeWorker++
+		default:
+			afterWorker++
+		}
+	}
+	t.Logf("%d runs (backend %s), %d at a time: supervisor SIGKILLed 0-400 ms after start, guardian 0-100 ms later", runs, backend, concurrent)
+	t.Logf("killed before the worker started: %d (%d of them before the hold started); after: %d; no guardian yet at the kill: %d",
+		beforeHold+beforeWorker, beforeHold, afterWorker, noGuardian)
+	t.Logf("runs with a cgroup left after the kills: %d; the final sweep cleaned %d of them (%d with live processes, %d processes), the rest were swept by supervisors started later",
+		abandoned, cleaned, withProcs, procs)
+	t.Logf("%d recorded processes, none alive; crashes took %v, the sweep done at %v", len(all), crashed.Round(time.Millisecond), swept.Round(time.Millisecond))
+}
+
+// crashRun is one run of TestCrashThenSweep50 and where it is killed. crash runs
+// in its own goroutine and only reports.
+type crashRun struct {
+	r        *run
+	supAt    time.Duration // after the supervisor started
+	gAfter   time.Duration // after the supervisor was killed
+	guardian bool          // a guardian existed at the kill, and was killed too
+	err      error
+}
+
+func (c *crashRun) crash() error {
+	r := c.r
+	sup := r.cmd.Process.Pid
+	time.Sleep(time.Until(r.began.Add(c.supAt)))
+	// Stop the supervisor first and wait until every thread of it is stopped: a
+	// fork in flight has then completed, so its children - the guardian, if it
+	// exists yet - are all visible. The SIGKILL that follows ends it exactly here.
+	if err := r.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("stop the supervisor: %w (stderr: %s)", err, r.stderr())
+	}
+	if err := waitAllThreadsStopped(sup, bound); err != nil {
+		return err
+	}
+	kids := children(sup)
+	if len(kids) > 1 {
+		return fmt.Errorf("the supervisor has %d children, want the guardian only", len(kids))
+	}
+	if err := r.cmd.Process.Kill(); err != nil {
+		return fmt.Errorf("kill the supervisor: %w", err)
+	}
+	if len(kids) == 1 {
+		c.guardian = true
+		g := proctest.Record{Pid: kids[0].Pid, Start: kids[0].StartTicks, Role: "guardian"}
+		time.Sleep(c.gAfter)
+		if err := proctest.Kill(g); err != nil {
+			return fmt.Errorf("kill the guardian: %w", err)
+		}
+		// Dead (a zombie at most) before the sweep, which leaves a run alone
+		// while its guardian lives.
+		for deadline := time.Now().Add(bound); g.Alive(); time.Sleep(2 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("guardian %d still alive %v after SIGKILL", g.Pid, bound)
+			}
+		}
+	}
+	select {
+	case <-r.done:
+	case <-time.After(bound):
+		return fmt.Errorf("supervisor %d did not die of SIGKILL", sup)
+	}
+	if r.code != 137 {
+		return fmt.Errorf("supervisor %d exited %d before it was killed; stderr:\n%s", sup, r.code, r.stderr())
+	}
+	return nil
+}
+
+// waitAllThreadsStopped waits until every thread of pid is stopped (or dead).
+func waitAllThreadsStopped(pid int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			return fmt.Errorf("threads of %d: %w", pid, err)
+		}
+		stopped := true
+		for _, task := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+			if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			i := strings.LastIndexByte(string(b), ')')
+			if i < 0 || i+2 >= len(b) {
+				return fmt.Errorf("unparsable /proc/%d/task/%s/stat", pid, task.Name())
+			}
+			if st := b[i+2]; st != 'T' && st != 't' && st != 'Z' && st != 'X' {
+				stopped = false
+				break
+			}
+		}
+		if stopped {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("supervisor %d not stopped after %v", pid, limit)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
