@@ -45,12 +45,12 @@ func TestRunExitStatusPassthrough(t *testing.T) {
 
 // A program that exits at once is noticed: `run` returns its status, and a
 // supervised worker's exit ends the run with the hold's release (exit 0), not at
-// the deadline. The shim reports the program's exit as soon as it reaps it, which
-// for a program already gone is before its reply to the start request, and the
-// guardian takes whichever message comes first for that reply: the exit was
-// lost, `run` waited forever and the supervisor until its deadline. 48 runs each,
-// 8 at a time as they finish (a CI runner's load), where that ordering is common.
-func TestProgramThatExitsAtOnce(t *testing.T) {
+// the deadline. The guardian takes the first message from a shim after a start
+// request for the reply, so the shim must reply before it reports an exit; when
+// it reported a program already gone first, the exit was lost: `run` waited
+// forever, the supervisor until its deadline. 48 runs each, 8 at a time as they
+// finish (a CI runner's load), where a program often ends before the reply.
+func TestRunProgramThatExitsAtOnce(t *testing.T) {
 	t.Parallel()
 	const n, lanes = 48, 8
 	// many starts n runs, at most lanes at a time, each given 5 s (a hung one
@@ -193,27 +193,27 @@ exit 5
 	log, err := os.ReadFile(filepath.Join(dir, "log"))
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(log)), "\n")
-	var main recorded
+	var mainRec recorded
 	for _, rec := range recs {
 		switch rec.role {
 		case "main":
-			main = rec
+			mainRec = rec
 		case "worker":
 			require.Contains(t, lines, fmt.Sprintf("stopped %d", rec.pid), "escaper %d never got the TERM", rec.pid)
 		}
 	}
-	require.Contains(t, lines, fmt.Sprintf("trapped %d", main.pid), "the main process never got the TERM")
-	require.Equal(t, fmt.Sprintf("exiting %d", main.pid), lines[len(lines)-1])
+	require.Contains(t, lines, fmt.Sprintf("trapped %d", mainRec.pid), "the main process never got the TERM")
+	require.Equal(t, fmt.Sprintf("exiting %d", mainRec.pid), lines[len(lines)-1])
 
 	requireNoRunDir(t, parent, sup)
 }
 
 // A forwarded signal reaches each process in the container once. Under the cgroup
-// backend the guardian signals the tree below the worker's shim and then, again,
-// every member of the worker leaf, so a process in both (all of them) gets it
-// twice whenever it handled the first before the second was sent. A command for
-// which a second Ctrl-C means "force quit" then aborts instead of shutting down
-// gracefully. Ten runs, each of which counts the TERMs its main process handles.
+// backend the guardian signals the tree below the worker's shim and then the
+// members of the worker leaf; a process reached both ways (all of them, usually)
+// must not be signalled twice, or a command that takes a second Ctrl-C as "force
+// quit" aborts instead of shutting down. Ten runs per backend, each counting the
+// TERMs its main process handles.
 func TestRunForwardsEachSignalOnce(t *testing.T) {
 	t.Parallel()
 	for _, backend := range []string{"cgroup", "process-group"} {
@@ -466,8 +466,9 @@ func TestSweepAbandonedRun(t *testing.T) {
 
 // Sweeps run concurrently - every supervisor sweeps at start, and so may an
 // operator's `sweep` - and each must succeed: a run another sweep removed in the
-// meantime is done, not an error. Four sweeps of one parent with 24 abandoned
-// runs, eight of them with a live process.
+// meantime is done, not an error (it was: exit 70, and the rest of the runs were
+// left unswept). Four sweeps of one parent with 24 abandoned runs, eight of them
+// with a live process.
 func TestSweepConcurrentSweeps(t *testing.T) {
 	t.Parallel()
 	parent := newCgroupParent(t)
