@@ -35,8 +35,10 @@ func Doctor() Diagnosis {
 		switch {
 		case err != nil:
 			add("own cgroup", false, err.Error())
-		case own == "/":
+		case own == "/" && os.Geteuid() == 0:
 			add("own cgroup delegated", false, "we run in the root cgroup; as root a dedicated octostore-supervisor subtree is used instead")
+		case own == "/":
+			add("own cgroup delegated", false, "we run in the root cgroup and are not root: cgroups are unavailable to us")
 		case platform.Writable(filepath.Join(mount, own)) == nil:
 			add("own cgroup delegated", true, filepath.Join(mount, own)+" is writable (Delegate=yes or a cgroup namespace)")
 		default:
@@ -44,7 +46,11 @@ func Doctor() Diagnosis {
 		}
 		ctrls := controllers(mount)
 		add("pids controller", slices.Contains(ctrls, "pids"), "cgroup v2 controllers: ["+strings.Join(ctrls, " ")+"]"+map[bool]string{true: "", false: "; without pids, --max-processes cannot bound a fork storm"}[slices.Contains(ctrls, "pids")])
-		add("cgroup.kill", probeKill(mount), "atomic kill of a whole cgroup (Linux 5.14); without it the library freezes, kills each process and thaws")
+		if _, err := ResolveBackend(BackendRequest{Containment: BackendCgroup}); err != nil {
+			add("cgroup.kill", false, "not checked: no cgroup we may use ("+err.Error()+")")
+		} else {
+			add("cgroup.kill", probeKill(mount), "atomic kill of a whole cgroup (Linux 5.14); without it the library freezes, kills each process and thaws")
+		}
 	}
 	if err := platform.Clone3Available(); err != nil {
 		add("clone3 (CLONE_INTO_CGROUP)", false, err.Error()+"; programs enter their cgroup through a re-exec join helper instead")

@@ -183,6 +183,9 @@ func (g *guardian) spawnShim(name string, out, errf *os.File, init msg) (*shimGr
 	if err != nil {
 		return grp, fmt.Errorf("start %s group: %w", name, err)
 	}
+	if reply.Op != opReady {
+		return grp, fmt.Errorf("start %s group: the shim answered %q", name, reply.Op)
+	}
 	if reply.Err != "" {
 		return grp, fmt.Errorf("start %s: %s", name, reply.Err)
 	}
@@ -327,6 +330,11 @@ func (g *guardian) startWorker(m msg) (int, error) {
 	case r, ok := <-grp.in:
 		if !ok {
 			return 0, errors.New("the worker group's root process died")
+		}
+		if r.Op != opStart {
+			// The shim replies before it reports an exit; anything else is a
+			// broken shim, and a start we cannot account for is refused.
+			return 0, fmt.Errorf("the worker group answered %q to its start", r.Op)
 		}
 		if r.Err != "" {
 			return 0, errors.New(r.Err)

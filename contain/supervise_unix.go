@@ -612,9 +612,14 @@ func fallbackSweeper(b Backend, name string) *sweeper {
 	return s
 }
 
+// startupSweepBound keeps a start from waiting out the full proof bound on an
+// abandoned run that cannot be emptied (a task stuck in uninterruptible sleep):
+// such a run is reported and left to `sweep`, which waits the full bound.
+const startupSweepBound = 200 * time.Millisecond
+
 // sweepStale cleans up after supervisors that died with their guardians.
-func sweepStale(b Backend, proof time.Duration, diag io.Writer) {
-	runs, err := SweepStale(b, false, proof)
+func sweepStale(b Backend, _ time.Duration, diag io.Writer) {
+	runs, err := SweepStale(b, false, startupSweepBound)
 	if err != nil {
 		fmt.Fprintf(diag, "octostore-supervisor: sweeping abandoned runs: %v\n", err)
 	}
