@@ -50,6 +50,7 @@ func resolveBackend(c *cli.Context) (contain.Backend, error) {
 	if err != nil {
 		return b, usageError{err.Error()}
 	}
+	testBackendHook(&b)
 	return b, nil
 }
 

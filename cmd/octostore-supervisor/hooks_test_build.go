@@ -41,3 +41,12 @@ func testHooks(cfg *contain.Config, env []string) {
 		_ = unix.Tgkill(unix.Getpid(), unix.Gettid(), unix.SIGSTOP)
 	}
 }
+
+// testBackendHook, in test builds only, forces the join helper that programs use
+// to enter their cgroup where clone3 is refused (OCTOSTORE_SUPERVISOR_TESTHOOK_JOIN=1),
+// so the fallback is exercised on hosts whose kernel allows clone3.
+func testBackendHook(b *contain.Backend) {
+	if os.Getenv("OCTOSTORE_SUPERVISOR_TESTHOOK_JOIN") == "1" && b.Name == contain.BackendCgroup {
+		b.Join = true
+	}
+}
