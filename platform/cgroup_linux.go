@@ -27,7 +27,7 @@ func CgroupV2Mount() (string, error) {
 		fields := strings.Fields(sc.Text())
 		for i, v := range fields {
 			if v == "-" && i+1 < len(fields) && fields[i+1] == "cgroup2" && len(fields) > 4 {
-				return unescapeMount(fields[4]), nil
+				return UnescapeMountinfo(fields[4]), nil
 			}
 		}
 	}
@@ -37,8 +37,8 @@ func CgroupV2Mount() (string, error) {
 	return "", errors.New("no cgroup v2 hierarchy is mounted")
 }
 
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
+// UnescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
+func UnescapeMountinfo(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}

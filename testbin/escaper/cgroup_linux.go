@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/octostore-supervisor/supervisor/platform"
 )
 
 // cgroupModes says --migrate-cgroup exists: cgroup v2 is Linux only.
@@ -100,7 +102,7 @@ func cgroup2Mount(rel, mountinfo string) (mnt, root string, shows bool, err erro
 		if !ok || len(f) < 5 || len(fstype) < 1 || fstype[0] != "cgroup2" {
 			continue
 		}
-		r, m := unescapeMountinfo(f[3]), unescapeMountinfo(f[4])
+		r, m := platform.UnescapeMountinfo(f[3]), platform.UnescapeMountinfo(f[4])
 		below := r == "/" || rel == r || strings.HasPrefix(rel, r+"/")
 		switch {
 		case !found, below && !shows, below && shows && len(r) < len(root):
@@ -111,26 +113,6 @@ func cgroup2Mount(rel, mountinfo string) (mnt, root string, shows bool, err erro
 		return "", "", false, errors.New("no cgroup2 mount in /proc/self/mountinfo")
 	}
 	return mnt, root, shows, nil
-}
-
-// unescapeMountinfo undoes the octal escapes (\040 for a space, ...) that
-// /proc/self/mountinfo uses in paths.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // joinCgroup writes this process's pid into procs (a cgroup.procs file),
