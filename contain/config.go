@@ -10,7 +10,7 @@ import (
 // Exit codes of the supervisor (README "Exit codes").
 const (
 	ExitOK            = 0
-	ExitAcquireTimout = 11  // the hold gave up acquiring (error acquire_timeout)
+	ExitAcquireTimeout = 11  // the hold gave up acquiring (error acquire_timeout)
 	ExitAuthority     = 20  // authority lost, uncertain, stale or expired
 	ExitUsage         = 64  // bad arguments, environment or host
 	ExitSoftware      = 70  // protocol violation, hold/worker failure, or containment not proven

@@ -528,7 +528,7 @@ func (r *run) exitCode(c cause, term *events.Event) int {
 			return ExitAuthority
 		default: // error
 			if term.ReasonCode == "acquire_timeout" {
-				return ExitAcquireTimout
+				return ExitAcquireTimeout
 			}
 			return ExitSoftware
 		}
