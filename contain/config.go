@@ -9,14 +9,14 @@ import (
 
 // Exit codes of the supervisor (README "Exit codes").
 const (
-	ExitOK            = 0
+	ExitOK             = 0
 	ExitAcquireTimeout = 11  // the hold gave up acquiring (error acquire_timeout)
-	ExitAuthority     = 20  // authority lost, uncertain, stale or expired
-	ExitUsage         = 64  // bad arguments, environment or host
-	ExitSoftware      = 70  // protocol violation, hold/worker failure, or containment not proven
-	ExitSIGHUP        = 129 // 128 + signal number, after containment
-	ExitSIGINT        = 130
-	ExitSIGTERM       = 143
+	ExitAuthority      = 20  // authority lost, uncertain, stale or expired
+	ExitUsage          = 64  // bad arguments, environment or host
+	ExitSoftware       = 70  // protocol violation, hold/worker failure, or containment not proven
+	ExitSIGHUP         = 129 // 128 + signal number, after containment
+	ExitSIGINT         = 130
+	ExitSIGTERM        = 143
 )
 
 // BackendProcessGroup names the process-group backend (per-group subreaper
