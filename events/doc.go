@@ -1,7 +1,8 @@
-// Package events owns the hold JSONL schema as the supervisor sees it: it
-// parses and validates hold lines one at a time against the stream state, does
-// the authority freshness and deadline arithmetic, and encodes the
-// supervisor's own stdout lines byte for byte.
+// Package events owns the hold JSONL schema, the one definition the project has:
+// it parses and validates hold lines one at a time against the stream state, does
+// the authority freshness and deadline arithmetic, encodes the supervisor's own
+// stdout lines byte for byte, and encodes hold lines (HoldEvent) as the hold
+// client prints them.
 //
 // It is pure on purpose so every rule can be tested with fixed inputs: it must
 // not start processes, read clocks (callers pass a Clocks sample taken at
