@@ -160,3 +160,29 @@ func waitRecorded(t *testing.T, path string, n int) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// Guardian, core issue: if the supervisor is SIGKILLed, the guardian contains
+// everything within the TERM grace plus 500 ms. TERM-immune hold and worker
+// trees make the full grace count. The bound has 500 ms of slack for a loaded
+// CI machine; the measured time is logged.
+func TestGuardianContainsWithinGraceAfterSupervisorKill(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"cgroup", "process-group"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			r := start(t, sc{
+				flags:  []string{"--containment", backend},
+				worker: "--ignore-signals --grandchild-setsid --tree 10",
+				hold:   []string{"--ignore-signals", "--descendant-marker", "{dir}/hold-child-ran", "--descendant-after", "1h", "emit:leader,term=3,budget=60000"},
+			})
+			r.waitEvent("leader", 5*time.Second)
+			waitRecorded(t, r.dir+"/pids", 12)
+			waitRecorded(t, r.dir+"/hold.pids", 2)
+			killed := time.Now()
+			require.NoError(t, r.cmd.Process.Kill())
+			requireAllDeadWithin(t, r.dir, time.Second+500*time.Millisecond+500*time.Millisecond)
+			t.Logf("%s: everything dead %v after SIGKILL of the supervisor (grace 1s)", backend, time.Since(killed).Round(time.Millisecond))
+			require.Equal(t, 137, r.wait(bound))
+		})
+	}
+}
