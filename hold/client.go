@@ -1,0 +1,222 @@
+package hold
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// UserAgent is sent on every request: the upstream crate version (§4.3).
+const UserAgent = "octostore-cli/0.14.4"
+
+// MaxResponseBytes bounds every API response body (§5.2 step 3).
+const MaxResponseBytes = 1 << 20
+
+// ClientOptions configure NewClient.
+type ClientOptions struct {
+	// Server is the validated server (ValidateServer).
+	Server Server
+	// CapabilityBearing is true for election hold and every lock command.
+	CapabilityBearing bool
+	// ConnectTimeout bounds TCP connect and the TLS handshake.
+	ConnectTimeout time.Duration
+	// RequestTimeout bounds each whole request: connect, headers and body.
+	RequestTimeout time.Duration
+	// CABundle is OCTOSTORE_CA_BUNDLE: nil when unset, else its value (an
+	// empty value is "set" and fails to read, as upstream).
+	CABundle *string
+}
+
+// Client talks to one OctoStore server. It is safe for concurrent use.
+type Client struct {
+	server         Server
+	requestTimeout time.Duration
+	http           *http.Client
+}
+
+// NewClient builds the HTTP client of §4.3/§5: redirects are never followed (a
+// 3xx is an ordinary unaccepted status, so a bearer header can never be
+// carried to a place ValidateServer did not approve); capability-bearing
+// traffic to a loopback server bypasses every proxy (it was allowed over
+// cleartext only because it stays on this host); other traffic honours the
+// usual proxy variables; compression is off so no Accept-Encoding is sent. The
+// only error is an unusable CA bundle (*UsageError, exit 64).
+func NewClient(o ClientOptions) (*Client, error) {
+	roots, err := loadCABundle(o.CABundle)
+	if err != nil {
+		return nil, err
+	}
+	dialer := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		DialContext:         dialer.DialContext,
+		TLSHandshakeTimeout: o.ConnectTimeout,
+		TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConns:        4,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	if o.CapabilityBearing && o.Server.Loopback {
+		tr.Proxy = nil
+	} else {
+		tr.Proxy = http.ProxyFromEnvironment
+	}
+	return &Client{
+		server:         o.Server,
+		requestTimeout: o.RequestTimeout,
+		http: &http.Client{
+			Transport: tr,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		},
+	}, nil
+}
+
+// Server is the server this client talks to.
+func (c *Client) Server() Server { return c.server }
+
+// CloseIdleConnections releases pooled connections.
+func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
+
+// Request is one API call.
+type Request struct {
+	Method string
+	// Path is the API path starting with '/', with election ids and lock
+	// names already passed through EncodeSegment.
+	Path string
+	// Body, when non-nil, is sent with content-type application/json. A nil
+	// body sends no content-type (create room, keepalive, …).
+	Body []byte
+	// Bearer, when non-empty, is sent as "Authorization: Bearer <token>".
+	Bearer string
+	// Accept overrides "*/*" (watch uses text/event-stream).
+	Accept string
+	// Accepted lists the statuses whose body is a success (§5.2 step 4).
+	Accepted []int
+	// Timeout overrides the client's request timeout when positive.
+	Timeout time.Duration
+}
+
+// Response is an accepted response.
+type Response struct {
+	Status    int
+	RequestID string
+	Body      []byte
+}
+
+// Call performs req under ctx and the request timeout and classifies the
+// result (§5.2). For an accepted status, decode (if non-nil) is applied to the
+// body; its error becomes a transport-class invalid_response. Every error
+// returned is a *Failure. The body is always read in full (within the bound
+// and the timeout) before any decision, as upstream does.
+func (c *Client) Call(ctx context.Context, req Request, decode func(body []byte) error) (Response, error) {
+	timeout := c.requestTimeout
+	if req.Timeout > 0 {
+		timeout = req.Timeout
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	var body io.Reader
+	if req.Body != nil {
+		body = bytes.NewReader(req.Body)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, req.Method, c.server.Endpoint(req.Path), body)
+	if err != nil {
+		return Response{}, transportFailure(err)
+	}
+	hreq.Header.Set("User-Agent", UserAgent)
+	accept := req.Accept
+	if accept == "" {
+		accept = "*/*"
+	}
+	hreq.Header.Set("Accept", accept)
+	if req.Body != nil {
+		hreq.Header.Set("Content-Type", "application/json")
+	}
+	if req.Bearer != "" {
+		hreq.Header.Set("Authorization", "Bearer "+req.Bearer)
+	}
+
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		return Response{}, transportFailure(err)
+	}
+	defer resp.Body.Close()
+	requestID := resp.Header.Get("X-Request-Id")
+	if !validRequestID(requestID) {
+		requestID = ""
+	}
+	tooLarge := func() *Failure {
+		return &Failure{
+			Status:    resp.StatusCode,
+			Code:      CodeResponseTooLarge,
+			Details:   "server response exceeded " + strconv.Itoa(MaxResponseBytes) + " bytes",
+			RequestID: requestID,
+			Transport: true,
+		}
+	}
+	if resp.ContentLength > MaxResponseBytes {
+		return Response{}, tooLarge()
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	if len(data) > MaxResponseBytes {
+		return Response{}, tooLarge()
+	}
+	if err != nil {
+		return Response{}, transportFailure(err)
+	}
+	for _, s := range req.Accepted {
+		if s != resp.StatusCode {
+			continue
+		}
+		if decode != nil {
+			if err := decode(data); err != nil {
+				return Response{}, &Failure{
+					Status:    resp.StatusCode,
+					Code:      CodeInvalidResponse,
+					Details:   "server returned malformed JSON: " + err.Error(),
+					RequestID: requestID,
+					Transport: true,
+					Cause:     err,
+				}
+			}
+		}
+		return Response{Status: resp.StatusCode, RequestID: requestID, Body: data}, nil
+	}
+	return Response{}, decodeErrorResponse(resp.StatusCode, data, requestID)
+}
+
+// IsTimeout reports whether a Failure was caused by a context deadline or a
+// network timeout, which later code uses to tell "deadline hit" from other
+// transport trouble.
+func IsTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// EncodeSegment percent-encodes one path segment like the urlencoding crate
+// (§5.1): every byte except ASCII letters, digits and - . _ ~ becomes %XX with
+// upper-case hex. url.PathEscape is not used because it leaves $&+:=@ alone.
+func EncodeSegment(s string) string {
+	const hexUpper = "0123456789ABCDEF"
+	b := make([]byte, 0, len(s)*3)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isASCIIAlnum(c) || c == '-' || c == '.' || c == '_' || c == '~' {
+			b = append(b, c)
+			continue
+		}
+		b = append(b, '%', hexUpper[c>>4], hexUpper[c&15])
+	}
+	return string(b)
+}

@@ -1,0 +1,475 @@
+package hold
+
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// DefaultElectionServer is used by election commands when neither --server nor
+// OCTOSTORE_URL names one (§4.3). Lock commands have no default.
+const DefaultElectionServer = "https://api.octostore.io"
+
+// ResolveServer picks the raw server string (§4.3): the --server flag when it
+// was given at all (even empty: the empty string then fails validation, as
+// upstream), else OCTOSTORE_URL unless it is empty or only whitespace, else the
+// public default for elections; lock commands must name a server. envURL is the
+// value of OCTOSTORE_URL ("" when unset); a value that is not valid UTF-8 counts
+// as unset, because Rust's env::var reports it as an error that the CLI ignores.
+func ResolveServer(flag *string, envURL string, kind Kind) (string, error) {
+	if flag != nil {
+		return *flag, nil
+	}
+	if utf8.ValidString(envURL) && strings.TrimSpace(envURL) != "" {
+		return envURL, nil
+	}
+	if kind == KindLock {
+		return "", usageError(ErrNoLockServer, "lock commands require --server or OCTOSTORE_URL")
+	}
+	return DefaultElectionServer, nil
+}
+
+// Server is a validated, normalised server URL.
+type Server struct {
+	// URL is the normalised form: lower-case scheme and host, default port
+	// dropped, no trailing slash. It is the "server" field of every JSON line
+	// and the prefix of every request URL.
+	URL string
+	// Loopback reports whether the host is "localhost" or a loopback IP
+	// literal; it decides the cleartext exemption and the proxy bypass.
+	Loopback bool
+	// HTTPS reports the scheme.
+	HTTPS bool
+}
+
+func (s Server) String() string { return s.URL }
+
+// Endpoint joins the server and an API path that already starts with '/'.
+func (s Server) Endpoint(path string) string { return s.URL + path }
+
+const cleartextMessage = "refusing to send a secret capability over cleartext HTTP; use HTTPS, loopback, or --allow-insecure-http for development"
+
+// ValidateServer parses raw like a WHATWG URL parser (the Rust url crate) for
+// the http and https schemes and applies the CLI's rules in the upstream order
+// (§4.3): parse errors, then credentials, then query/fragment, then scheme,
+// then — for capability-bearing commands — the cleartext refusal.
+//
+// Go's net/url is not used for parsing because it differs from WHATWG where it
+// matters here: it does not normalise IPv4 shorthand ("127.1"), does not track
+// an empty fragment, rejects rather than strips tabs and newlines, and keeps
+// "http://@host" as having userinfo. The subset below is what a server URL can
+// meaningfully contain; non-ASCII (IDNA) host names are refused rather than
+// converted to punycode.
+func ValidateServer(raw string, capabilityBearing, allowInsecureHTTP bool) (Server, error) {
+	u, err := parseSpecialURL(raw)
+	if err != nil {
+		return Server{}, err
+	}
+	if u.credentials {
+		return Server{}, usageError(ErrServerCredentials, "credentials are not allowed in the server URL")
+	}
+	if u.query || u.fragment {
+		return Server{}, usageError(ErrServerQuery, "server URL must not contain a query or fragment")
+	}
+	if u.scheme != "http" && u.scheme != "https" {
+		return Server{}, usageError(ErrServerScheme, "server URL must use http or https")
+	}
+	loopback := isLoopbackHost(u.host)
+	if capabilityBearing && u.scheme == "http" && !allowInsecureHTTP && !loopback {
+		return Server{}, usageError(ErrCleartextCapability, cleartextMessage)
+	}
+	path := strings.TrimRight(u.path, "/")
+	s := u.scheme + "://" + u.host
+	if u.port != "" {
+		s += ":" + u.port
+	}
+	s = strings.TrimRight(s+path, "/")
+	return Server{URL: s, Loopback: loopback, HTTPS: u.scheme == "https"}, nil
+}
+
+// isLoopbackHost mirrors the CLI (§4.3): "localhost" exactly, or an IP literal
+// whose address is loopback. An IPv4-mapped IPv6 address is deliberately not
+// loopback (Rust's Ipv6Addr::is_loopback is only ::1), and netip would unmap it,
+// so that case is excluded before asking.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	addr, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	if err != nil || addr.Is4In6() || addr.Zone() != "" {
+		return false
+	}
+	return addr.IsLoopback()
+}
+
+type parsedURL struct {
+	scheme      string
+	host        string // serialised: lower-case domain, dotted IPv4, or [ipv6]
+	port        string // "" when absent or default
+	path        string // percent-encoded, dot segments resolved, starts with '/'
+	credentials bool
+	query       bool
+	fragment    bool
+}
+
+func invalidURL(reason string) error {
+	return usageError(ErrInvalidServerURL, "invalid server URL: "+reason)
+}
+
+// parseSpecialURL is the WHATWG "basic URL parser" restricted to what the CLI
+// can accept. For a scheme other than http/https it only extracts what the
+// later checks need (credentials, query, fragment), since the URL is refused
+// anyway and the refusal text depends only on those.
+func parseSpecialURL(raw string) (parsedURL, error) {
+	// WHATWG strips leading/trailing C0 controls and spaces and removes every
+	// ASCII tab and newline before parsing.
+	s := strings.TrimFunc(raw, func(r rune) bool { return r <= 0x20 })
+	s = strings.NewReplacer("\t", "", "\n", "", "\r", "").Replace(s)
+
+	colon := strings.IndexByte(s, ':')
+	if colon <= 0 || !validScheme(s[:colon]) {
+		return parsedURL{}, invalidURL("relative URL without a base")
+	}
+	var u parsedURL
+	u.scheme = strings.ToLower(s[:colon])
+	rest := s[colon+1:]
+	special := u.scheme == "http" || u.scheme == "https"
+
+	if i := strings.IndexByte(rest, '#'); i >= 0 {
+		u.fragment = true
+		rest = rest[:i]
+	}
+	if i := strings.IndexByte(rest, '?'); i >= 0 {
+		u.query = true
+		rest = rest[:i]
+	}
+
+	if !special {
+		// Only an authority ("//…") can carry credentials.
+		if strings.HasPrefix(rest, "//") {
+			auth := rest[2:]
+			if i := strings.IndexByte(auth, '/'); i >= 0 {
+				auth = auth[:i]
+			}
+			if at := strings.LastIndexByte(auth, '@'); at >= 0 {
+				u.credentials = hasCredentials(auth[:at])
+			}
+		}
+		return u, nil
+	}
+
+	// Special schemes ignore any number of slashes or backslashes before the
+	// authority, and treat '\' like '/'.
+	rest = strings.TrimLeft(rest, "/\\")
+	end := strings.IndexAny(rest, "/\\")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority, path := rest[:end], rest[end:]
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		u.credentials = hasCredentials(authority[:at])
+		authority = authority[at+1:]
+	}
+	hostPart, portPart, hasPort := splitHostPort(authority)
+	if hostPart == "" {
+		return parsedURL{}, invalidURL("empty host")
+	}
+	host, err := parseHost(hostPart)
+	if err != nil {
+		return parsedURL{}, err
+	}
+	u.host = host
+	if hasPort && portPart != "" {
+		for i := 0; i < len(portPart); i++ {
+			if portPart[i] < '0' || portPart[i] > '9' {
+				return parsedURL{}, invalidURL("invalid port number")
+			}
+		}
+		p, err := strconv.ParseUint(portPart, 10, 64)
+		if err != nil || p > 65535 {
+			return parsedURL{}, invalidURL("invalid port number")
+		}
+		if !(u.scheme == "http" && p == 80 || u.scheme == "https" && p == 443) {
+			u.port = strconv.FormatUint(p, 10)
+		}
+	}
+	u.path = normalizePath(path)
+	return u, nil
+}
+
+func validScheme(s string) bool {
+	if s == "" || !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z') {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if !isASCIIAlnum(c) && c != '+' && c != '-' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+// hasCredentials reports a non-empty username or password: WHATWG keeps
+// "http://@host" and "http://:@host" credential-free.
+func hasCredentials(userinfo string) bool {
+	return userinfo != "" && userinfo != ":"
+}
+
+// splitHostPort splits at the first ':' outside an IPv6 bracket.
+func splitHostPort(authority string) (host, port string, hasPort bool) {
+	inBracket := false
+	for i := 0; i < len(authority); i++ {
+		switch authority[i] {
+		case '[':
+			inBracket = true
+		case ']':
+			inBracket = false
+		case ':':
+			if !inBracket {
+				return authority[:i], authority[i+1:], true
+			}
+		}
+	}
+	return authority, "", false
+}
+
+func parseHost(h string) (string, error) {
+	if strings.HasPrefix(h, "[") {
+		if !strings.HasSuffix(h, "]") {
+			return "", invalidURL("invalid IPv6 address")
+		}
+		addr, err := netip.ParseAddr(h[1 : len(h)-1])
+		if err != nil || !addr.Is6() || addr.Zone() != "" {
+			return "", invalidURL("invalid IPv6 address")
+		}
+		return "[" + serializeIPv6(addr) + "]", nil
+	}
+	domain := percentDecode(h)
+	for i := 0; i < len(domain); i++ {
+		if domain[i] >= 0x80 {
+			// The url crate would apply IDNA (punycode); this client does not
+			// carry an IDNA table, so it refuses instead of guessing.
+			return "", invalidURL("invalid international domain name")
+		}
+	}
+	domain = strings.ToLower(domain)
+	for i := 0; i < len(domain); i++ {
+		if isForbiddenDomainByte(domain[i]) {
+			return "", invalidURL("invalid domain character")
+		}
+	}
+	if endsInNumber(domain) {
+		v4, ok := parseWHATWGIPv4(domain)
+		if !ok {
+			return "", invalidURL("invalid IPv4 address")
+		}
+		return v4, nil
+	}
+	return domain, nil
+}
+
+func isForbiddenDomainByte(c byte) bool {
+	if c <= 0x20 || c == 0x7f {
+		return true
+	}
+	return strings.IndexByte("#%/:<>?@[\\]^|", c) >= 0
+}
+
+func percentDecode(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	default:
+		return c - 'A' + 10
+	}
+}
+
+// endsInNumber is the WHATWG "ends in a number checker": a host whose last
+// label is numeric is an IPv4 address and must parse as one.
+func endsInNumber(domain string) bool {
+	labels := strings.Split(domain, ".")
+	if labels[len(labels)-1] == "" {
+		if len(labels) == 1 {
+			return false
+		}
+		labels = labels[:len(labels)-1]
+	}
+	last := labels[len(labels)-1]
+	if last != "" && strings.Trim(last, "0123456789") == "" {
+		return true
+	}
+	if strings.HasPrefix(last, "0x") || strings.HasPrefix(last, "0X") {
+		return strings.TrimLeft(last[2:], "0123456789abcdefABCDEF") == ""
+	}
+	return false
+}
+
+// parseWHATWGIPv4 accepts the legacy forms browsers accept ("127.1",
+// "0x7f.0.0.1", "2130706433", octal with a leading 0) and returns dotted
+// decimal, so that loopback detection and the printed server agree with the
+// url crate.
+func parseWHATWGIPv4(domain string) (string, bool) {
+	parts := strings.Split(domain, ".")
+	if parts[len(parts)-1] == "" && len(parts) > 1 {
+		parts = parts[:len(parts)-1]
+	}
+	if len(parts) > 4 {
+		return "", false
+	}
+	nums := make([]uint64, len(parts))
+	for i, p := range parts {
+		n, ok := parseIPv4Number(p)
+		if !ok {
+			return "", false
+		}
+		nums[i] = n
+	}
+	for _, n := range nums[:len(nums)-1] {
+		if n > 255 {
+			return "", false
+		}
+	}
+	last := nums[len(nums)-1]
+	if last >= uint64(1)<<(8*(5-len(nums))) {
+		return "", false
+	}
+	v := last
+	for i, n := range nums[:len(nums)-1] {
+		v += n << (8 * (3 - i))
+	}
+	return strconv.FormatUint(v>>24, 10) + "." + strconv.FormatUint(v>>16&255, 10) + "." +
+		strconv.FormatUint(v>>8&255, 10) + "." + strconv.FormatUint(v&255, 10), true
+}
+
+func parseIPv4Number(p string) (uint64, bool) {
+	if p == "" {
+		return 0, false
+	}
+	base := 10
+	switch {
+	case len(p) >= 2 && (p[:2] == "0x" || p[:2] == "0X"):
+		p, base = p[2:], 16
+	case len(p) >= 2 && p[0] == '0':
+		p, base = p[1:], 8
+	}
+	if p == "" {
+		return 0, true
+	}
+	n, err := strconv.ParseUint(p, base, 64)
+	if err != nil {
+		// Also covers values beyond 64 bits, which are out of range anyway.
+		return 0, false
+	}
+	return n, true
+}
+
+// serializeIPv6 is the WHATWG IPv6 serializer: eight lower-case hex pieces, the
+// first longest run of two or more zero pieces compressed to "::", and never an
+// embedded dotted IPv4 (so ::ffff:127.0.0.1 prints as ::ffff:7f00:1).
+func serializeIPv6(addr netip.Addr) string {
+	b := addr.As16()
+	var pieces [8]uint16
+	for i := range pieces {
+		pieces[i] = uint16(b[2*i])<<8 | uint16(b[2*i+1])
+	}
+	bestStart, bestLen := -1, 1
+	for i := 0; i < 8; {
+		if pieces[i] != 0 {
+			i++
+			continue
+		}
+		j := i
+		for j < 8 && pieces[j] == 0 {
+			j++
+		}
+		if j-i > bestLen {
+			bestStart, bestLen = i, j-i
+		}
+		i = j
+	}
+	var sb strings.Builder
+	for i := 0; i < 8; i++ {
+		if i == bestStart {
+			sb.WriteString("::")
+			i += bestLen - 1
+			continue
+		}
+		if i > 0 && i != bestStart+bestLen {
+			sb.WriteByte(':')
+		}
+		sb.WriteString(strconv.FormatUint(uint64(pieces[i]), 16))
+	}
+	return sb.String()
+}
+
+// normalizePath applies the WHATWG path rules for special schemes: '\' is a
+// separator, "." and ".." segments (also percent-encoded) are resolved, and
+// bytes in the path percent-encode set are escaped with upper-case hex.
+func normalizePath(p string) string {
+	p = strings.ReplaceAll(p, "\\", "/")
+	if p == "" {
+		return "/"
+	}
+	var out []string
+	segs := strings.Split(p[1:], "/")
+	for i, seg := range segs {
+		lower := strings.ToLower(seg)
+		last := i == len(segs)-1
+		switch lower {
+		case "..", ".%2e", "%2e.", "%2e%2e":
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+			if last {
+				out = append(out, "")
+			}
+		case ".", "%2e":
+			if last {
+				out = append(out, "")
+			}
+		default:
+			out = append(out, encodePathSegment(seg))
+		}
+	}
+	return "/" + strings.Join(out, "/")
+}
+
+func encodePathSegment(seg string) string {
+	const hexUpper = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(seg); i++ {
+		c := seg[i]
+		if c < 0x20 || c > 0x7e || strings.IndexByte(" \"#<>?`{}", c) >= 0 {
+			b.WriteByte('%')
+			b.WriteByte(hexUpper[c>>4])
+			b.WriteByte(hexUpper[c&15])
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
