@@ -1,8 +1,9 @@
 // Package hold is the Go client for the OctoStore coordination service. It
 // replaces the upstream Rust CLI (octostore 0.14.4) and must be
 // indistinguishable from it on the wire, on stdout and in its exit status; the
-// contract is /work/shared/spec/hold-protocol.md and section numbers in comments
-// (§4.2, §5.3, …) refer to it.
+// contract is the project's shared hold-protocol specification
+// (shared/spec/hold-protocol.md beside the checkout), and section numbers in
+// comments (§4.2, §5.3, …) refer to it.
 //
 // This file set holds the foundations the hold state machines are built on:
 //

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/octostore-supervisor/supervisor/events"
+
 	"testing"
 	"time"
 
@@ -8,13 +10,13 @@ import (
 )
 
 func TestFormatTimeAutoSi(t *testing.T) {
-	require.Equal(t, "2026-08-02T12:00:00Z", formatTime(t0))
-	require.Equal(t, "2026-08-02T12:00:00.500Z", formatTime(t0.Add(500*time.Millisecond)))
-	require.Equal(t, "2026-08-02T12:00:00.000001Z", formatTime(t0.Add(time.Microsecond)))
-	require.Equal(t, "2026-08-02T12:00:00.123456789Z", formatTime(t0.Add(123456789)))
-	require.Equal(t, "2026-08-02T12:00:00.120Z", formatTime(t0.Add(120*time.Millisecond)))
-	require.Equal(t, "2026-08-02T12:00:00.000000100Z", formatTime(t0.Add(100)))
-	require.Equal(t, "2026-08-02T12:00:00Z", formatTime(t0.In(time.FixedZone("x", 3600))))
+	require.Equal(t, "2026-08-02T12:00:00Z", events.FormatTimestamp(t0))
+	require.Equal(t, "2026-08-02T12:00:00.500Z", events.FormatTimestamp(t0.Add(500*time.Millisecond)))
+	require.Equal(t, "2026-08-02T12:00:00.000001Z", events.FormatTimestamp(t0.Add(time.Microsecond)))
+	require.Equal(t, "2026-08-02T12:00:00.123456789Z", events.FormatTimestamp(t0.Add(123456789)))
+	require.Equal(t, "2026-08-02T12:00:00.120Z", events.FormatTimestamp(t0.Add(120*time.Millisecond)))
+	require.Equal(t, "2026-08-02T12:00:00.000000100Z", events.FormatTimestamp(t0.Add(100)))
+	require.Equal(t, "2026-08-02T12:00:00Z", events.FormatTimestamp(t0.In(time.FixedZone("x", 3600))))
 }
 
 func TestHealthAndStatus(t *testing.T) {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/octostore-supervisor/supervisor/events"
+
 	"bytes"
 	"encoding/json"
 	"io"
@@ -66,7 +68,7 @@ func (a *Authority) serveControl(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		a.Advance(time.Duration(req.AdvanceMs) * time.Millisecond)
-		reply(200, map[string]string{"now": formatTime(a.Now())})
+		reply(200, map[string]string{"now": events.FormatTimestamp(a.Now())})
 	case "POST /__control/revoke":
 		var req struct {
 			ElectionID  string `json:"election_id"`

@@ -1,5 +1,5 @@
 // Command authority is a fault-injecting fake of the OctoStore coordination
-// service (the contract is /work/shared/spec/hold-protocol.md §0–§3, §12).
+// service (the contract is the shared hold-protocol specification, §0–§3 and §12).
 //
 // It exists to test the Go hold client (`octostore election|lock
 // hold|status|watch`) against a server whose every byte is predictable and

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/octostore-supervisor/supervisor/events"
+
 	"crypto/rand"
 	"encoding/base64"
 	"time"
@@ -115,7 +117,7 @@ func decodeLeaderToken(s string) (holder, leaseID uuid, ok bool) {
 
 // view renders the leader object, applying wrong_candidate/wrong_term.
 func (c *call) view(l *lease) leaderView {
-	v := leaderView{CandidateID: l.candidate, Term: l.fencing, ExpiresAt: formatTime(l.expiresAt), Metadata: l.metadata}
+	v := leaderView{CandidateID: l.candidate, Term: l.fencing, ExpiresAt: events.FormatTimestamp(l.expiresAt), Metadata: l.metadata}
 	if f := c.faults.get(KindWrongCandidate); f != nil {
 		v.CandidateID = f.Candidate
 		if v.CandidateID == "" {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/octostore-supervisor/supervisor/events"
+
 	"strings"
 	"time"
 	"unicode"
@@ -200,7 +202,7 @@ func (c *call) acquire() *response {
 	cur := a.leases[name]
 	if cur == nil {
 		if t, had := a.tombs[name]; had && now.Before(t.coolUntil) {
-			return ok(409, delayedBody{Status: "delayed", AvailableAt: formatTime(t.coolUntil), LockDelaySeconds: t.delay,
+			return ok(409, delayedBody{Status: "delayed", AvailableAt: events.FormatTimestamp(t.coolUntil), LockDelaySeconds: t.delay,
 				RetryAfterMs: c.faults.retryAfter(msUntil(now, t.coolUntil))})
 		}
 	}
@@ -217,7 +219,7 @@ func (c *call) acquire() *response {
 	}
 	if cur != nil {
 		if cur.holder != holder {
-			return ok(200, heldBody{Status: "held", HolderID: c.holderOut(cur), ExpiresAt: formatTime(cur.expiresAt),
+			return ok(200, heldBody{Status: "held", HolderID: c.holderOut(cur), ExpiresAt: events.FormatTimestamp(cur.expiresAt),
 				RetryAfterMs: c.faults.retryAfter(msUntil(now, cur.expiresAt)), Metadata: c.metaOut(cur.metadata)})
 		}
 		if exp := now.Add(time.Duration(ttl) * time.Second); exp.After(cur.expiresAt) {
@@ -241,7 +243,7 @@ func (c *call) acquire() *response {
 
 func (c *call) acquiredBody(l *lease, now time.Time) acquiredBody {
 	return acquiredBody{Status: "acquired", LeaseID: c.leaseOut(l.leaseID), FencingToken: l.fencing,
-		ExpiresAt: formatTime(l.expiresAt), RenewAfterMs: c.faults.renewAfter(l.expiresAt.Sub(now).Milliseconds() / 2),
+		ExpiresAt: events.FormatTimestamp(l.expiresAt), RenewAfterMs: c.faults.renewAfter(l.expiresAt.Sub(now).Milliseconds() / 2),
 		Metadata: c.metaOut(l.metadata)}
 }
 
@@ -308,7 +310,7 @@ func (c *call) lockRenew() *response {
 	cur.ttl = ttl
 	cur.expiresAt = now.Add(time.Duration(ttl) * time.Second)
 	a.notifyLocked(name, watchEvent{event: "renewed", fencing: cur.fencing, expiresAt: cur.expiresAt})
-	return ok(200, lockRenewBody{LeaseID: c.leaseOut(cur.leaseID), ExpiresAt: formatTime(cur.expiresAt),
+	return ok(200, lockRenewBody{LeaseID: c.leaseOut(cur.leaseID), ExpiresAt: events.FormatTimestamp(cur.expiresAt),
 		RenewAfterMs: c.faults.renewAfter(cur.expiresAt.Sub(now).Milliseconds() / 2)})
 }
 
@@ -350,7 +352,7 @@ func (c *call) lockStatus() *response {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if cur := a.leases[name]; cur != nil {
-		h, exp := c.holderOut(cur), formatTime(cur.expiresAt)
+		h, exp := c.holderOut(cur), events.FormatTimestamp(cur.expiresAt)
 		return ok(200, lockStatusBody{Name: name, Status: "held", HolderID: &h, FencingToken: cur.fencing, ExpiresAt: &exp,
 			Metadata: c.metaOut(cur.metadata)})
 	}
@@ -399,7 +401,7 @@ func (c *call) createSession() *response {
 	if f := c.faults.get(KindTiming); f != nil && f.KeepaliveSecs != nil {
 		interval = *f.KeepaliveSecs
 	}
-	return ok(201, sessionCreateBody{SessionID: s.id, ExpiresAt: formatTime(s.expiresAt), KeepaliveIntervalSecs: interval})
+	return ok(201, sessionCreateBody{SessionID: s.id, ExpiresAt: events.FormatTimestamp(s.expiresAt), KeepaliveIntervalSecs: interval})
 }
 
 func (c *call) keepalive() *response {
@@ -422,7 +424,7 @@ func (c *call) keepalive() *response {
 			out = newUUID().String()
 		}
 	}
-	return ok(200, keepaliveBody{SessionID: out, ExpiresAt: formatTime(s.expiresAt)})
+	return ok(200, keepaliveBody{SessionID: out, ExpiresAt: events.FormatTimestamp(s.expiresAt)})
 }
 
 func (c *call) deleteSession() *response {
@@ -460,6 +462,6 @@ func (c *call) getSession() *response {
 			n++
 		}
 	}
-	return ok(200, sessionGetBody{SessionID: sid, UserID: pseudonym("user", s.owner), ExpiresAt: formatTime(s.expiresAt),
+	return ok(200, sessionGetBody{SessionID: sid, UserID: pseudonym("user", s.owner), ExpiresAt: events.FormatTimestamp(s.expiresAt),
 		LockCount: n, Active: !s.expired && a.now().Before(s.expiresAt)})
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/octostore-supervisor/supervisor/events"
+
 	"fmt"
 	"net/http"
 	"strings"
@@ -142,7 +144,7 @@ func (c *call) electionWatchJSON() []byte {
 	defer c.a.mu.Unlock()
 	st := c.electionSnapshotLocked(c.params[0])
 	return marshal(electionWatchData{SchemaVersion: 1, ElectionID: st.ElectionID, Status: st.Status, Leader: st.Leader,
-		RetryAfterMs: st.RetryAfterMs, ObservedAt: formatTime(c.a.now())})
+		RetryAfterMs: st.RetryAfterMs, ObservedAt: events.FormatTimestamp(c.a.now())})
 }
 
 // lockEventJSON renders ev, or for the first frame (ev nil) the current
@@ -156,9 +158,9 @@ func (c *call) lockEventJSON(name string, ev *watchEvent) []byte {
 			ev = &watchEvent{event: "acquired", fencing: cur.fencing, expiresAt: cur.expiresAt}
 		}
 	}
-	out := lockEventData{Event: ev.event, LockName: name, ObservedAt: formatTime(c.a.now())}
+	out := lockEventData{Event: ev.event, LockName: name, ObservedAt: events.FormatTimestamp(c.a.now())}
 	if ev.event == "acquired" || ev.event == "renewed" {
-		f, exp := ev.fencing, formatTime(ev.expiresAt)
+		f, exp := ev.fencing, events.FormatTimestamp(ev.expiresAt)
 		out.FencingToken, out.ExpiresAt = &f, &exp
 	}
 	return marshal(out)

@@ -6,30 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 )
-
-// formatTime renders t the way chrono serializes DateTime<Utc> (§0.1): UTC,
-// literal Z, and "AutoSi" fractions — none when the nanoseconds are zero,
-// else the shortest of 3, 6 or 9 digits that is exact. time.RFC3339Nano
-// trims trailing zeros to any width, so it cannot be used.
-func formatTime(t time.Time) string {
-	t = t.UTC()
-	base := t.Format("2006-01-02T15:04:05")
-	ns := t.Nanosecond()
-	switch {
-	case ns == 0:
-		return base + "Z"
-	case ns%1_000_000 == 0:
-		return fmt.Sprintf("%s.%03dZ", base, ns/1_000_000)
-	case ns%1_000 == 0:
-		return fmt.Sprintf("%s.%06dZ", base, ns/1_000)
-	default:
-		return fmt.Sprintf("%s.%09dZ", base, ns)
-	}
-}
 
 // marshal encodes compactly without HTML escaping, matching serde_json for
 // everything a test can reach (§0.1). Structs keep field order (the server's

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/octostore-supervisor/supervisor/events"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -234,7 +236,7 @@ func (h *hold) emitLocked(e *emitSpec) {
 		if e.budget != nil {
 			ttl = time.Duration(*e.budget) * time.Millisecond * 5 / 4 // budget is 80 % of the TTL
 		}
-		h.lastExpires = formatAutoSi(observed.Add(ttl))
+		h.lastExpires = events.FormatTimestamp(observed.Add(ttl))
 		str("expires_at", h.lastExpires)
 	case (e.event == "lost" || e.event == "uncertain") && !e.fromSignal && h.lastExpires != "":
 		str("expires_at", h.lastExpires)
@@ -257,7 +259,7 @@ func (h *hold) emitLocked(e *emitSpec) {
 		i64("authority_observed_unix_ms", wall.UnixMilli()-e.wallAge+e.future)
 		i64("authority_observed_continuous_ms", cont-e.contAge+e.future)
 	}
-	str("observed_at", formatAutoSi(observed))
+	str("observed_at", events.FormatTimestamp(observed))
 	if e.extra {
 		fs = append(fs, field{key: "x_extra", raw: `{"a":[1,2]}`})
 	}
@@ -338,24 +340,6 @@ func jsonString(s string) []byte {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // encoding a string cannot fail
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-}
-
-// formatAutoSi renders RFC 3339 UTC with a literal Z and 0, 3, 6 or 9
-// fractional digits (chrono's AutoSi), which Go's RFC3339Nano does not do.
-func formatAutoSi(t time.Time) string {
-	t = t.UTC()
-	base := t.Format("2006-01-02T15:04:05")
-	ns := t.Nanosecond()
-	switch {
-	case ns == 0:
-		return base + "Z"
-	case ns%1_000_000 == 0:
-		return fmt.Sprintf("%s.%03dZ", base, ns/1_000_000)
-	case ns%1_000 == 0:
-		return fmt.Sprintf("%s.%06dZ", base, ns/1_000)
-	default:
-		return fmt.Sprintf("%s.%09dZ", base, ns)
-	}
 }
 
 // appendLine appends s with one O_APPEND write.
