@@ -1,12 +1,12 @@
 package main
 
 import (
-	"github.com/octostore-supervisor/supervisor/events"
-
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/octostore-supervisor/supervisor/events"
 )
 
 func TestFormatTimeAutoSi(t *testing.T) {

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"github.com/octostore-supervisor/supervisor/events"
-
 	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/octostore-supervisor/supervisor/events"
 )
 
 // serveControl is the test-only endpoint under /__control/ (see doc.go).

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"github.com/octostore-supervisor/supervisor/events"
-
 	"crypto/rand"
 	"encoding/base64"
 	"time"
 	"unicode/utf8"
+
+	"github.com/octostore-supervisor/supervisor/events"
 )
 
 // Success bodies are structs so encoding/json keeps the server's struct

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"github.com/octostore-supervisor/supervisor/events"
-
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/octostore-supervisor/supervisor/events"
 )
 
 type acquiredBody struct {

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"github.com/octostore-supervisor/supervisor/events"
-
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/octostore-supervisor/supervisor/events"
 )
 
 type electionWatchData struct {

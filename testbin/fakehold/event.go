@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/octostore-supervisor/supervisor/events"
-
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -10,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/octostore-supervisor/supervisor/events"
 )
 
 // keyOrder is the hold's struct order (hold-protocol §8.1); x_extra is our
