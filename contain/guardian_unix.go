@@ -239,6 +239,7 @@ func (g *guardian) fromShim(grp *shimGroup, m msg, ok bool) <-chan msg {
 		}
 		return grp.in
 	}
+	_ = grp.conn.close()
 	if !grp.closed {
 		rep := g.contain(grp, time.Now())
 		_ = g.main.send(msg{Op: opExited, Group: grp.name, Code: -1,
@@ -462,7 +463,10 @@ func (g *guardian) killShim(grp *shimGroup) {
 	case <-grp.gone:
 	case <-time.After(2 * time.Second):
 	}
-	_ = grp.conn.close()
+	// The socket is not closed here: closing our end would discard an exit
+	// report the shim wrote but we have not read yet (run needs that status).
+	// The dead shim's end gives EOF after the last buffered message, and
+	// fromShim closes ours then.
 }
 
 // containAll contains both groups at once (the supervisor died or is done), then
