@@ -1,0 +1,152 @@
+package hold
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ElectionLeader is the leader object of campaign/renew/status bodies (§1.3).
+type ElectionLeader struct {
+	CandidateID string
+	Term        uint64
+	ExpiresAt   time.Time
+}
+
+// ElectionStatusLeader and ElectionStatusFollower are the two tags a
+// campaign or renew success can carry (§1.3, §1.5).
+const (
+	ElectionStatusLeader   = "leader"
+	ElectionStatusFollower = "follower"
+)
+
+// CampaignResponse is a decoded 200 from campaign or renew. For a leader,
+// LeaderToken and RenewAfterMS are set; for a follower, RetryAfterMS is.
+type CampaignResponse struct {
+	Status       string
+	ElectionID   string
+	Leader       ElectionLeader
+	LeaderToken  string
+	RenewAfterMS uint64
+	RetryAfterMS uint64
+}
+
+// ResignResponse is a decoded 200 from resign (§1.6).
+type ResignResponse struct {
+	ElectionID   string
+	Status       string
+	PreviousTerm uint64
+}
+
+type wireElectionLeader struct {
+	CandidateID *string    `json:"candidate_id"`
+	Term        *uint64    `json:"term"`
+	ExpiresAt   *time.Time `json:"expires_at"`
+}
+
+type wireCampaign struct {
+	Status       *string             `json:"status"`
+	ElectionID   *string             `json:"election_id"`
+	Leader       *wireElectionLeader `json:"leader"`
+	LeaderToken  *string             `json:"leader_token"`
+	RenewAfterMS *uint64             `json:"renew_after_ms"`
+	RetryAfterMS *uint64             `json:"retry_after_ms"`
+}
+
+func missingField(name string) error { return fmt.Errorf("missing field `%s`", name) }
+
+// DecodeCampaignResponse decodes a campaign or renew success strictly, as the
+// upstream serde types do (§5.2 step 4): unknown fields are ignored, but a
+// missing required field, a wrong type, a negative number or an unknown
+// status tag is an error.
+func DecodeCampaignResponse(body []byte) (CampaignResponse, error) {
+	var w wireCampaign
+	if err := json.Unmarshal(body, &w); err != nil {
+		return CampaignResponse{}, err
+	}
+	if w.Status == nil {
+		return CampaignResponse{}, missingField("status")
+	}
+	var r CampaignResponse
+	r.Status = *w.Status
+	switch r.Status {
+	case ElectionStatusLeader, ElectionStatusFollower:
+	default:
+		return CampaignResponse{}, fmt.Errorf("unknown variant `%s`, expected `leader` or `follower`", r.Status)
+	}
+	if w.ElectionID == nil {
+		return CampaignResponse{}, missingField("election_id")
+	}
+	r.ElectionID = *w.ElectionID
+	if w.Leader == nil {
+		return CampaignResponse{}, missingField("leader")
+	}
+	switch {
+	case w.Leader.CandidateID == nil:
+		return CampaignResponse{}, missingField("candidate_id")
+	case w.Leader.Term == nil:
+		return CampaignResponse{}, missingField("term")
+	case w.Leader.ExpiresAt == nil:
+		return CampaignResponse{}, missingField("expires_at")
+	}
+	r.Leader = ElectionLeader{CandidateID: *w.Leader.CandidateID, Term: *w.Leader.Term, ExpiresAt: *w.Leader.ExpiresAt}
+	if r.Status == ElectionStatusLeader {
+		if w.LeaderToken == nil {
+			return CampaignResponse{}, missingField("leader_token")
+		}
+		if w.RenewAfterMS == nil {
+			return CampaignResponse{}, missingField("renew_after_ms")
+		}
+		r.LeaderToken, r.RenewAfterMS = *w.LeaderToken, *w.RenewAfterMS
+	} else {
+		if w.RetryAfterMS == nil {
+			return CampaignResponse{}, missingField("retry_after_ms")
+		}
+		r.RetryAfterMS = *w.RetryAfterMS
+	}
+	return r, nil
+}
+
+// DecodeResignResponse decodes a resign success (§1.6).
+func DecodeResignResponse(body []byte) (ResignResponse, error) {
+	var w struct {
+		ElectionID   *string `json:"election_id"`
+		Status       *string `json:"status"`
+		PreviousTerm *uint64 `json:"previous_term"`
+	}
+	if err := json.Unmarshal(body, &w); err != nil {
+		return ResignResponse{}, err
+	}
+	switch {
+	case w.ElectionID == nil:
+		return ResignResponse{}, missingField("election_id")
+	case w.Status == nil:
+		return ResignResponse{}, missingField("status")
+	case w.PreviousTerm == nil:
+		return ResignResponse{}, missingField("previous_term")
+	}
+	return ResignResponse{ElectionID: *w.ElectionID, Status: *w.Status, PreviousTerm: *w.PreviousTerm}, nil
+}
+
+// campaignBody and friends build the request bodies of §5.1 (alphabetical
+// keys, compact). Marshalling a map sorts the keys.
+func campaignBody(candidate string, ttlSeconds uint64) []byte {
+	return mustJSON(map[string]any{"candidate_id": candidate, "ttl_seconds": ttlSeconds})
+}
+
+func renewBody(token string, ttlSeconds uint64) []byte {
+	return mustJSON(map[string]any{"leader_token": token, "ttl_seconds": ttlSeconds})
+}
+
+func resignBody(token string) []byte {
+	return mustJSON(map[string]any{"leader_token": token})
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(errors.New("hold: cannot encode request body: " + err.Error()))
+	}
+	return b
+}
