@@ -13,6 +13,7 @@ all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/octostore-supervisor ./cmd/octostore-supervisor
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/octostore ./cmd/octostore
 
 vet:
 	$(GO) vet ./...

@@ -20,7 +20,7 @@ import (
 
 // bins are built once per test binary (TestMain): the supervisor with its test
 // pause hooks compiled in, the scripted hold and the misbehaving worker.
-var bins struct{ dir, sup, hold, esc string }
+var bins struct{ dir, sup, hold, esc, octostore, authority string }
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "octostore-it-")
@@ -33,7 +33,11 @@ func TestMain(m *testing.M) {
 	bins.sup = filepath.Join(dir, "octostore-supervisor")
 	bins.hold = filepath.Join(dir, "fakehold")
 	bins.esc = filepath.Join(dir, "escaper")
+	bins.octostore = filepath.Join(dir, "octostore")
+	bins.authority = filepath.Join(dir, "authority")
 	for _, b := range [][]string{
+		{"-o", bins.octostore, "../cmd/octostore"},
+		{"-o", bins.authority, "../testbin/authority"},
 		{"-tags", "octostore_testhooks", "-o", bins.sup, "../cmd/octostore-supervisor"},
 		{"-o", bins.hold, "../testbin/fakehold"},
 		{"-o", bins.esc, "../testbin/escaper"},
@@ -182,6 +186,15 @@ func start(t *testing.T, s sc) *run {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: s.uid, Gid: s.uid}
 	}
 	r := &run{t: t, dir: dir, cmd: cmd, out: newLines(), errb: &syncBuf{}, done: make(chan struct{}), code: -1, gsess: make(chan platform.Proc, 1), sc: s}
+	return launch(t, r)
+}
+
+// launch starts r's supervisor and registers the end-of-test proofs: the
+// supervisor exited, every recorded process is dead, the guardian's session is
+// empty.
+func launch(t *testing.T, r *run) *run {
+	t.Helper()
+	cmd, dir := r.cmd, r.dir
 	cmd.Stdout, cmd.Stderr = r.out, r.errb
 	require.NoError(t, cmd.Start())
 	r.began = time.Now()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -53,7 +54,7 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 	}
 	code := contain.ExitOK
 	app := newApp(env, stdout, stderr, &code)
-	if err := app.Run(args); err != nil {
+	if err := app.Run(literalPositionals(args)); err != nil {
 		var ue usageError
 		var ec cli.ExitCoder
 		if errors.As(err, &ec) {
@@ -141,3 +142,21 @@ and OCTOSTORE_TOKEN_FILE are removed from its environment.
 
 Exit codes: 0 released, 11 acquire timeout, 20 authority lost/uncertain/stale/expired,
 64 usage, 70 protocol or containment failure, 129/130/143 after SIGHUP/SIGINT/SIGTERM.`
+
+// literalPositionals keeps <expected-name> <candidate|-> <worker> literal even
+// when a word starts with '-' (election ids may): they are the three words
+// before the hold command's "--", and a "--" inserted before them ends flag
+// parsing there. The reference script never parsed them as options either.
+func literalPositionals(args []string) []string {
+	if len(args) < 2 || (args[1] != "election" && args[1] != "lock") {
+		return args
+	}
+	sep := slices.Index(args[2:], "--")
+	if sep < 3 {
+		return args // malformed: let the usual validation report it
+	}
+	sep += 2
+	out := append([]string{}, args[:sep-3]...)
+	out = append(out, "--")
+	return append(out, args[sep-3:]...)
+}

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/octostore-supervisor/supervisor/hold"
+)
+
+// version is stamped by the Makefile (-ldflags "-X main.version=...").
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args, os.LookupEnv, os.Stdout, os.Stderr))
+}
+
+// exitError carries an exit code and a one-line message for stderr.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
+
+func usage(msg string) error { return exitError{hold.ExitUsage, msg} }
+
+func run(args []string, env hold.LookupEnv, stdout, stderr io.Writer) int {
+	code := hold.ExitOK
+	app := &cli.App{
+		Name:            "octostore",
+		Usage:           "hold OctoStore election leadership and print its events",
+		Version:         version,
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		ExitErrHandler:  func(*cli.Context, error) {},
+		OnUsageError:    func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
+		Commands: []*cli.Command{
+			{
+				Name:  "election",
+				Usage: "elections: hold leadership",
+				Subcommands: []*cli.Command{
+					electionHold(env, stdout, stderr, &code),
+					notYet("create"), notYet("status"), notYet("watch"),
+				},
+				OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
+			},
+			{
+				Name:  "lock",
+				Usage: "locks (not in this build yet)",
+				Action: func(*cli.Context) error {
+					return usage("lock commands are not in this build yet; use the upstream octostore CLI")
+				},
+			},
+			{
+				Name:  "serve",
+				Usage: "not part of this client",
+				Action: func(*cli.Context) error {
+					return usage("serve is not part of this client; to self-host an authority, run the upstream octostore server")
+				},
+			},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return usage("a command is required (election hold ...); serve is not part of this client")
+			}
+			return usage(fmt.Sprintf("unknown command %q", c.Args().First()))
+		},
+	}
+	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintf(c.App.Writer, "octostore %s\n", c.App.Version) }
+	if err := app.Run(intersperse(args)); err != nil {
+		var ee exitError
+		if errors.As(err, &ee) {
+			fmt.Fprintf(stderr, "octostore: %s\n", ee.msg)
+			return ee.code
+		}
+		fmt.Fprintf(stderr, "octostore: %v\n", err)
+		return hold.ExitUsage
+	}
+	return code
+}
+
+func notYet(name string) *cli.Command {
+	return &cli.Command{
+		Name:  name,
+		Usage: "not in this build yet",
+		Action: func(*cli.Context) error {
+			return usage("election " + name + " is not in this build yet; use the upstream octostore CLI")
+		},
+	}
+}
+
+// durationFlag takes the hold's own duration syntax (ms, s, m, h, or bare seconds).
+func durationFlag(c *cli.Context, name string, def time.Duration) (time.Duration, bool, error) {
+	if !c.IsSet(name) {
+		return def, false, nil
+	}
+	d, err := hold.ParseDuration(c.String(name))
+	return d, true, err
+}
+
+func electionHold(env hold.LookupEnv, stdout, stderr io.Writer, code *int) *cli.Command {
+	return &cli.Command{
+		Name:      "hold",
+		Usage:     "campaign for leadership of an election and hold it until lost or signalled",
+		ArgsUsage: "<election_id>",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "candidate", Required: true, Usage: "this candidate's id (1-64 ASCII letters, digits, - _ . :)"},
+			&cli.UintFlag{Name: "ttl", Value: 30, Usage: "leadership TTL in seconds (5-300)"},
+			&cli.StringFlag{Name: "acquire-timeout", Usage: "give up acquiring after this long (exit 11); default: wait forever"},
+			&cli.StringFlag{Name: "server", Usage: "OctoStore server URL (default $OCTOSTORE_URL, else " + hold.DefaultElectionServer + ")"},
+			&cli.BoolFlag{Name: "allow-insecure-http", Usage: "allow plain http to a non-loopback server (development only)"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON event per line (what octostore-supervisor reads)"},
+			&cli.StringFlag{Name: "connect-timeout", Value: "5s"},
+			&cli.StringFlag{Name: "request-timeout", Value: "10s"},
+			&cli.StringFlag{Name: "shutdown-timeout", Value: "2s"},
+		},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usage("election hold needs exactly one <election_id>")
+			}
+			// Validation order of the upstream CLI: TTL, candidate, acquire
+			// timeout, then server, timeouts and CA bundle.
+			if c.Uint("ttl") > 1<<32-1 {
+				return usage("TTL must be between 5 and 300 seconds")
+			}
+			ttl := uint32(c.Uint("ttl"))
+			if err := hold.ValidateTTL(hold.KindElection, ttl); err != nil {
+				return usage(err.Error())
+			}
+			if err := hold.ValidateCandidate(c.String("candidate")); err != nil {
+				return usage(err.Error())
+			}
+			var acquire *time.Duration
+			if d, set, err := durationFlag(c, "acquire-timeout", 0); err != nil {
+				return usage(err.Error())
+			} else if set {
+				acquire = &d
+			}
+			var flag *string
+			if c.IsSet("server") {
+				s := c.String("server")
+				flag = &s
+			}
+			envURL, _ := env("OCTOSTORE_URL")
+			raw, err := hold.ResolveServer(flag, envURL, hold.KindElection)
+			if err != nil {
+				return usage(err.Error())
+			}
+			server, err := hold.ValidateServer(raw, true, c.Bool("allow-insecure-http"))
+			if err != nil {
+				return usage(err.Error())
+			}
+			connect, _, err1 := durationFlag(c, "connect-timeout", 5*time.Second)
+			request, _, err2 := durationFlag(c, "request-timeout", 10*time.Second)
+			shutdown, _, err3 := durationFlag(c, "shutdown-timeout", 2*time.Second)
+			if err := errors.Join(err1, err2, err3); err != nil {
+				return usage(err.Error())
+			}
+			if err := hold.ValidateTimeouts(connect, request, shutdown); err != nil {
+				return usage(err.Error())
+			}
+			var ca *string
+			if v, ok := env("OCTOSTORE_CA_BUNDLE"); ok {
+				ca = &v
+			}
+			client, err := hold.NewClient(hold.ClientOptions{Server: server, CapabilityBearing: true,
+				ConnectTimeout: connect, RequestTimeout: request, CABundle: ca})
+			if err != nil {
+				return usage(err.Error())
+			}
+			out := stdout
+			if !c.Bool("json") {
+				out = &humanWriter{w: stdout}
+			}
+			// Handlers are installed only after validation, as upstream does:
+			// from here on a signal means "release and exit", never instant death.
+			sigs := make(chan os.Signal, 2)
+			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+			defer signal.Stop(sigs)
+			h := &hold.ElectionHold{Client: client, Clock: hold.SystemClock{}, Jitter: hold.RandomJitter,
+				ElectionID: c.Args().First(), Candidate: c.String("candidate"), TTL: time.Duration(ttl) * time.Second,
+				AcquireTimeout: acquire, ShutdownTimeout: shutdown, Out: out, Diag: stderr}
+			*code = h.Run(context.Background(), sigs)
+			return nil
+		},
+	}
+}
+
+// boolFlags of election hold (and help).
+var boolFlags = map[string]bool{"json": true, "allow-insecure-http": true, "help": true, "h": true}
+
+// valueFlags take a value in the next word unless written --flag=value.
+var valueFlags = map[string]bool{
+	"candidate": true, "ttl": true, "acquire-timeout": true, "server": true,
+	"connect-timeout": true, "request-timeout": true, "shutdown-timeout": true,
+}
+
+// intersperse moves the flags after "election hold" ahead of its positional
+// argument. Upstream's parser (clap) accepts them anywhere and its documented
+// form is `election hold <id> --candidate C --json`; urfave/cli v2 stops parsing
+// flags at the first positional word.
+func intersperse(args []string) []string {
+	if len(args) < 3 || args[1] != "election" || args[2] != "hold" {
+		return args
+	}
+	var flags, pos []string
+	rest := args[3:]
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if a == "--" {
+			pos = append(pos, rest[i+1:]...)
+			break
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		// "--x" is always a flag (an unknown one is reported as such); a single
+		// '-' word is a flag only when known, since an election id may start
+		// with '-'.
+		if strings.HasPrefix(a, "--") || (len(a) > 1 && a[0] == '-' && (valueFlags[name] || boolFlags[name])) {
+			flags = append(flags, a)
+			if valueFlags[name] && !strings.Contains(a, "=") && i+1 < len(rest) {
+				i++
+				flags = append(flags, rest[i])
+			}
+			continue
+		}
+		pos = append(pos, a)
+	}
+	out := append(append([]string{}, args[:3]...), flags...)
+	return append(append(out, "--"), pos...)
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Flags may follow the election id (upstream's documented form), and an id that
+// starts with '-' is still the id.
+func TestIntersperse(t *testing.T) {
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"octostore", "election", "hold", "room", "--candidate", "a", "--json"},
+			[]string{"octostore", "election", "hold", "--candidate", "a", "--json", "--", "room"}},
+		{[]string{"octostore", "election", "hold", "-room_x", "--ttl=5", "--candidate", "a"},
+			[]string{"octostore", "election", "hold", "--ttl=5", "--candidate", "a", "--", "-room_x"}},
+		{[]string{"octostore", "--version"}, []string{"octostore", "--version"}},
+	} {
+		require.Equal(t, c.want, intersperse(c.in))
+	}
+}
+
+// Local validation fails with 64 and upstream's message before any request.
+func TestElectionHoldUsage(t *testing.T) {
+	env := func(string) (string, bool) { return "", false }
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"octostore", "election", "hold", "room", "--candidate", "a", "--ttl", "4"}, "TTL must be between 5 and 300 seconds"},
+		{[]string{"octostore", "election", "hold", "room", "--candidate", "@a"}, "candidate"},
+		{[]string{"octostore", "election", "hold", "room", "--candidate", "a", "--acquire-timeout", "1x"}, "invalid duration"},
+		{[]string{"octostore", "election", "hold", "room", "--candidate", "a", "--server", "http://example.com"}, "refusing to send a secret capability over cleartext HTTP"},
+		{[]string{"octostore", "election", "hold", "room"}, "candidate"},
+		{[]string{"octostore", "serve"}, "serve is not part of this client"},
+		{[]string{"octostore", "election", "hold", "room", "--candidate", "a", "--bogus"}, "flag provided but not defined"},
+	} {
+		var out, errb bytes.Buffer
+		require.Equal(t, 64, run(c.args, env, &out, &errb), c.args)
+		require.Contains(t, errb.String(), c.want)
+		require.Empty(t, out.String())
+	}
+}

@@ -1,0 +1,113 @@
+package contain_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/octostore-supervisor/supervisor/platform"
+)
+
+// startAuthority runs the fake OctoStore server on loopback and returns its URL;
+// it is stopped (and proven exited) at the end of the test.
+func startAuthority(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(bins.authority, "--listen", "127.0.0.1:0", "--token", "t-e2e")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Errorf("the authority did not exit on SIGTERM")
+		}
+	})
+	sc := bufio.NewScanner(out)
+	require.True(t, sc.Scan(), "the authority printed no URL")
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	return strings.TrimSpace(sc.Text())
+}
+
+func post(t *testing.T, url, body string) map[string]any {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Less(t, resp.StatusCode, 300, "POST %s", url)
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	return m
+}
+
+// Issue 3 §5: two supervisors, each running the real `octostore election hold`
+// against the authority, with real workers. Exactly one leads, the other waits;
+// when the leader's lease is taken away, the first supervisor proves its worker
+// tree gone and exits 20 while the second takes over. Every line both print
+// passed the supervisor's validation, and no capability leaks into any output.
+func TestEndToEndTwoSupervisorsRealHold(t *testing.T) {
+	t.Parallel()
+	url := startAuthority(t)
+	room := post(t, url+"/elections", "")["election_id"].(string)
+	hold := func(candidate string) []string {
+		return []string{bins.octostore, "election", "hold", room, "--candidate", candidate, "--ttl", "5", "--json", "--server", url}
+	}
+	a := startRaw(t, sc{worker: "--term-exits --grandchild-setsid"}, "election", room, "agent-a", hold("agent-a"))
+	a.waitEvent("leader", 10*time.Second)
+	b := startRaw(t, sc{worker: "--term-exits --child"}, "election", room, "agent-b", hold("agent-b"))
+	b.waitEvent("waiting", 10*time.Second)
+	require.Equal(t, []string{"leader"}, a.events())
+	waitRecorded(t, a.dir+"/pids", 3)
+
+	// The authority forgets the leader: its next renewal proves the loss.
+	post(t, url+"/__control/expire", fmt.Sprintf(`{"election_id":%q}`, room))
+	require.Equal(t, 20, a.wait(bound), a.stderr())
+	require.Equal(t, []string{"leader", "lost"}, a.events())
+	require.Equal(t, true, a.line("lost")["containment"].(map[string]any)["proven_empty"])
+	require.Empty(t, aliveRecorded(pidsIn(a.dir+"/pids")), "a's worker tree outlived its authority")
+
+	b.waitEvent("leader", 15*time.Second)
+	require.NoError(t, b.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 143, b.wait(bound), b.stderr())
+	evs := b.events()
+	require.Equal(t, "leader", evs[len(evs)-2])
+	require.Equal(t, "released", evs[len(evs)-1])
+	require.Greater(t, b.line("leader")["term"].(float64), a.line("leader")["term"].(float64))
+	for _, r := range []*run{a, b} {
+		all := r.out.String() + r.stderr()
+		require.NotContains(t, all, "leader_token")
+		require.NotContains(t, all, "t-e2e")
+	}
+}
+
+// startRaw is start with an arbitrary hold command line (not fakehold).
+func startRaw(t *testing.T, s sc, kind, name, cand string, holdArgv []string) *run {
+	t.Helper()
+	dir := t.TempDir()
+	worker := filepath.Join(dir, "worker.sh")
+	script := fmt.Sprintf("#!/bin/sh\nexec '%s' --pidfile '%s/pids' --log '%s/log' %s\n", bins.esc, dir, dir, s.worker)
+	require.NoError(t, os.WriteFile(worker, []byte(script), 0o755))
+	args := append([]string{kind, name, cand, worker, "--"}, holdArgv...)
+	cmd := exec.Command(bins.sup, args...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+dir, "OCTOSTORE_TOKEN=t-e2e")
+	r := &run{t: t, dir: dir, cmd: cmd, out: newLines(), errb: &syncBuf{}, done: make(chan struct{}), code: -1, gsess: make(chan platform.Proc, 1), sc: s}
+	return launch(t, r)
+}
