@@ -103,11 +103,47 @@ func startRaw(t *testing.T, s sc, kind, name, cand string, holdArgv []string) *r
 	t.Helper()
 	dir := t.TempDir()
 	worker := filepath.Join(dir, "worker.sh")
-	script := fmt.Sprintf("#!/bin/sh\nexec '%s' --pidfile '%s/pids' --log '%s/log' %s\n", bins.esc, dir, dir, s.worker)
+	script := fmt.Sprintf("#!/bin/sh\nexec '%s' --pidfile '%s/pids' --log '%s/log' %s\n", bins.esc, dir, dir, strings.ReplaceAll(s.worker, "{dir}", dir))
 	require.NoError(t, os.WriteFile(worker, []byte(script), 0o755))
 	args := append([]string{kind, name, cand, worker, "--"}, holdArgv...)
 	cmd := exec.Command(bins.sup, args...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+dir, "OCTOSTORE_TOKEN=t-e2e")
 	r := &run{t: t, dir: dir, cmd: cmd, out: newLines(), errb: &syncBuf{}, done: make(chan struct{}), code: -1, gsess: make(chan platform.Proc, 1), sc: s}
 	return launch(t, r)
+}
+
+// The same for a lock: two supervisors around the real `octostore lock hold`;
+// one acquires, the other waits (held); when the authority expires the lease,
+// the holder proves its worker tree gone and exits 20 while the waiter
+// acquires. The bearer token reaches the holds (OCTOSTORE_TOKEN) but never a
+// worker or any output.
+func TestEndToEndLockRealHold(t *testing.T) {
+	t.Parallel()
+	url := startAuthority(t)
+	name := "repo/octostore/issue-7"
+	hold := []string{bins.octostore, "lock", "hold", name, "--ttl", "4", "--json", "--server", url}
+	a := startRaw(t, sc{worker: "--term-exits --grandchild-setsid --env-out {dir}/env"}, "lock", name, "-", hold)
+	a.waitEvent("acquired", 10*time.Second)
+	b := startRaw(t, sc{worker: "--term-exits --child"}, "lock", name, "-", hold)
+	b.waitEvent("waiting", 10*time.Second)
+	waitRecorded(t, a.dir+"/pids", 3)
+
+	post(t, url+"/__control/expire", fmt.Sprintf(`{"lock":%q}`, name))
+	require.Equal(t, 20, a.wait(bound), a.stderr())
+	evs := a.events()
+	require.Equal(t, "lost", evs[len(evs)-1], "%v", evs)
+	require.Empty(t, aliveRecorded(pidsIn(a.dir+"/pids")), "a's worker tree outlived its lease")
+
+	b.waitEvent("acquired", 15*time.Second)
+	require.NoError(t, b.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 143, b.wait(bound), b.stderr())
+	require.Equal(t, "released", b.events()[len(b.events())-1])
+	require.Greater(t, b.line("acquired")["term"].(float64), a.line("acquired")["term"].(float64))
+
+	env, err := os.ReadFile(filepath.Join(a.dir, "env"))
+	require.NoError(t, err)
+	require.NotContains(t, string(env), "t-e2e", "the bearer token reached the worker")
+	for _, r := range []*run{a, b} {
+		require.NotContains(t, r.out.String()+r.stderr(), "t-e2e")
+	}
 }

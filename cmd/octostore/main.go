@@ -23,6 +23,9 @@ func main() {
 	os.Exit(run(os.Args, os.LookupEnv, os.Stdout, os.Stderr))
 }
 
+// stdin is where OCTOSTORE_TOKEN_FILE=- reads the token from.
+var stdin io.Reader = os.Stdin
+
 // exitError carries an exit code and a one-line message for stderr.
 type exitError struct {
 	code int
@@ -56,10 +59,12 @@ func run(args []string, env hold.LookupEnv, stdout, stderr io.Writer) int {
 			},
 			{
 				Name:  "lock",
-				Usage: "locks (not in this build yet)",
-				Action: func(*cli.Context) error {
-					return usage("lock commands are not in this build yet; use the upstream octostore CLI")
+				Usage: "locks: hold one exact work item",
+				Subcommands: []*cli.Command{
+					lockHold(env, stdin, stdout, stderr, &code),
+					notYetLock("status"), notYetLock("watch"),
 				},
+				OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
 			},
 			{
 				Name:  "serve",
@@ -87,6 +92,16 @@ func run(args []string, env hold.LookupEnv, stdout, stderr io.Writer) int {
 		return hold.ExitUsage
 	}
 	return code
+}
+
+func notYetLock(name string) *cli.Command {
+	return &cli.Command{
+		Name:  name,
+		Usage: "not in this build yet",
+		Action: func(*cli.Context) error {
+			return usage("lock " + name + " is not in this build yet; use the upstream octostore CLI")
+		},
+	}
 }
 
 func notYet(name string) *cli.Command {
@@ -147,47 +162,12 @@ func electionHold(env hold.LookupEnv, stdout, stderr io.Writer, code *int) *cli.
 			} else if set {
 				acquire = &d
 			}
-			var flag *string
-			if c.IsSet("server") {
-				s := c.String("server")
-				flag = &s
-			}
-			envURL, _ := env("OCTOSTORE_URL")
-			raw, err := hold.ResolveServer(flag, envURL, hold.KindElection)
+			client, shutdown, err := clientFor(c, env, hold.KindElection)
 			if err != nil {
-				return usage(err.Error())
+				return err
 			}
-			server, err := hold.ValidateServer(raw, true, c.Bool("allow-insecure-http"))
-			if err != nil {
-				return usage(err.Error())
-			}
-			connect, _, err1 := durationFlag(c, "connect-timeout", 5*time.Second)
-			request, _, err2 := durationFlag(c, "request-timeout", 10*time.Second)
-			shutdown, _, err3 := durationFlag(c, "shutdown-timeout", 2*time.Second)
-			if err := errors.Join(err1, err2, err3); err != nil {
-				return usage(err.Error())
-			}
-			if err := hold.ValidateTimeouts(connect, request, shutdown); err != nil {
-				return usage(err.Error())
-			}
-			var ca *string
-			if v, ok := env("OCTOSTORE_CA_BUNDLE"); ok {
-				ca = &v
-			}
-			client, err := hold.NewClient(hold.ClientOptions{Server: server, CapabilityBearing: true,
-				ConnectTimeout: connect, RequestTimeout: request, CABundle: ca})
-			if err != nil {
-				return usage(err.Error())
-			}
-			out := stdout
-			if !c.Bool("json") {
-				out = &humanWriter{w: stdout}
-			}
-			// Handlers are installed only after validation, as upstream does:
-			// from here on a signal means "release and exit", never instant death.
-			sigs := make(chan os.Signal, 2)
-			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-			defer signal.Stop(sigs)
+			out, sigs, stop := outputAndSignals(c, stdout)
+			defer stop()
 			h := &hold.ElectionHold{Client: client, Clock: hold.SystemClock{}, Jitter: hold.RandomJitter,
 				ElectionID: c.Args().First(), Candidate: c.String("candidate"), TTL: time.Duration(ttl) * time.Second,
 				AcquireTimeout: acquire, ShutdownTimeout: shutdown, Out: out, Diag: stderr}
@@ -211,7 +191,7 @@ var valueFlags = map[string]bool{
 // form is `election hold <id> --candidate C --json`; urfave/cli v2 stops parsing
 // flags at the first positional word.
 func intersperse(args []string) []string {
-	if len(args) < 3 || args[1] != "election" || args[2] != "hold" {
+	if len(args) < 3 || (args[1] != "election" && args[1] != "lock") || args[2] != "hold" {
 		return args
 	}
 	var flags, pos []string
@@ -238,4 +218,111 @@ func intersperse(args []string) []string {
 	}
 	out := append(append([]string{}, args[:3]...), flags...)
 	return append(append(out, "--"), pos...)
+}
+
+// clientFor validates the server, the timeouts and the CA bundle (in
+// upstream's order, after the command's own checks) and builds the client.
+func clientFor(c *cli.Context, env hold.LookupEnv, kind hold.Kind) (*hold.Client, time.Duration, error) {
+	var flag *string
+	if c.IsSet("server") {
+		s := c.String("server")
+		flag = &s
+	}
+	envURL, _ := env("OCTOSTORE_URL")
+	raw, err := hold.ResolveServer(flag, envURL, kind)
+	if err != nil {
+		return nil, 0, usage(err.Error())
+	}
+	server, err := hold.ValidateServer(raw, true, c.Bool("allow-insecure-http"))
+	if err != nil {
+		return nil, 0, usage(err.Error())
+	}
+	connect, _, err1 := durationFlag(c, "connect-timeout", 5*time.Second)
+	request, _, err2 := durationFlag(c, "request-timeout", 10*time.Second)
+	shutdown, _, err3 := durationFlag(c, "shutdown-timeout", 2*time.Second)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, 0, usage(err.Error())
+	}
+	if err := hold.ValidateTimeouts(connect, request, shutdown); err != nil {
+		return nil, 0, usage(err.Error())
+	}
+	var ca *string
+	if v, ok := env("OCTOSTORE_CA_BUNDLE"); ok {
+		ca = &v
+	}
+	client, err := hold.NewClient(hold.ClientOptions{Server: server, CapabilityBearing: true,
+		ConnectTimeout: connect, RequestTimeout: request, CABundle: ca})
+	if err != nil {
+		return nil, 0, usage(err.Error())
+	}
+	return client, shutdown, nil
+}
+
+// outputAndSignals picks JSONL or human output and installs the signal
+// handlers. Upstream installs them only after validation: from here on a
+// signal means "release and exit", never instant death.
+func outputAndSignals(c *cli.Context, stdout io.Writer) (io.Writer, chan os.Signal, func()) {
+	out := stdout
+	if !c.Bool("json") {
+		out = &humanWriter{w: stdout}
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	return out, sigs, func() { signal.Stop(sigs) }
+}
+
+func lockHold(env hold.LookupEnv, in io.Reader, stdout, stderr io.Writer, code *int) *cli.Command {
+	return &cli.Command{
+		Name:      "hold",
+		Usage:     "acquire a lock and hold it until lost or signalled (bearer token from OCTOSTORE_TOKEN_FILE or OCTOSTORE_TOKEN)",
+		ArgsUsage: "<name>",
+		Flags: []cli.Flag{
+			&cli.UintFlag{Name: "ttl", Value: 120, Usage: "lease TTL in seconds (1-3600)"},
+			&cli.StringFlag{Name: "acquire-timeout", Usage: "give up acquiring after this long (exit 11); default: wait forever"},
+			&cli.StringFlag{Name: "server", Usage: "OctoStore server URL (or $OCTOSTORE_URL; required for locks)"},
+			&cli.BoolFlag{Name: "allow-insecure-http", Usage: "allow plain http to a non-loopback server (development only)"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON event per line (what octostore-supervisor reads)"},
+			&cli.StringFlag{Name: "connect-timeout", Value: "5s"},
+			&cli.StringFlag{Name: "request-timeout", Value: "10s"},
+			&cli.StringFlag{Name: "shutdown-timeout", Value: "2s"},
+		},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usage("lock hold needs exactly one <name>")
+			}
+			// Upstream's order: TTL, acquire timeout, server/timeouts/CA, token.
+			if c.Uint("ttl") > 1<<32-1 {
+				return usage("TTL must be between 1 and 3600 seconds")
+			}
+			ttl := uint32(c.Uint("ttl"))
+			if err := hold.ValidateTTL(hold.KindLock, ttl); err != nil {
+				return usage(err.Error())
+			}
+			var acquire *time.Duration
+			if d, set, err := durationFlag(c, "acquire-timeout", 0); err != nil {
+				return usage(err.Error())
+			} else if set {
+				acquire = &d
+			}
+			client, shutdown, err := clientFor(c, env, hold.KindLock)
+			if err != nil {
+				return err
+			}
+			token, warning, err := hold.LoadToken(env, in)
+			if err != nil {
+				return usage(err.Error())
+			}
+			if warning != "" {
+				fmt.Fprintf(stderr, "octostore: %s\n", warning)
+			}
+			out, sigs, stop := outputAndSignals(c, stdout)
+			defer stop()
+			h := &hold.LockHold{Client: client, Clock: hold.SystemClock{}, Jitter: hold.RandomJitter,
+				Name: c.Args().First(), TTL: time.Duration(ttl) * time.Second, Token: token,
+				AcquireTimeout: acquire, ShutdownTimeout: shutdown, Out: out, Diag: stderr}
+			*code = h.Run(context.Background(), sigs)
+			return nil
+		},
+	}
 }

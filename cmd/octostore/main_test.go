@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -39,6 +40,32 @@ func TestElectionHoldUsage(t *testing.T) {
 		var out, errb bytes.Buffer
 		require.Equal(t, 64, run(c.args, env, &out, &errb), c.args)
 		require.Contains(t, errb.String(), c.want)
+		require.Empty(t, out.String())
+	}
+}
+
+// lock hold validates in upstream's order - TTL, acquire timeout, server,
+// token - and refuses with 64 before any request.
+func TestLockHoldUsage(t *testing.T) {
+	dir := t.TempDir()
+	loose := dir + "/token"
+	require.NoError(t, os.WriteFile(loose, []byte("tok\n"), 0o644))
+	for _, c := range []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{nil, []string{"octostore", "lock", "hold", "n", "--ttl", "0"}, "TTL must be between 1 and 3600 seconds"},
+		{nil, []string{"octostore", "lock", "hold", "n", "--acquire-timeout", "25h"}, "24h"},
+		{nil, []string{"octostore", "lock", "hold", "n"}, "lock commands require --server or OCTOSTORE_URL"},
+		{map[string]string{"OCTOSTORE_URL": "http://127.0.0.1:1"}, []string{"octostore", "lock", "hold", "n"}, "lock commands require OCTOSTORE_TOKEN_FILE or OCTOSTORE_TOKEN"},
+		{map[string]string{"OCTOSTORE_URL": "http://127.0.0.1:1", "OCTOSTORE_TOKEN_FILE": loose}, []string{"octostore", "lock", "hold", "n"}, "owner-only permissions"},
+		{nil, []string{"octostore", "lock", "status", "n"}, "not in this build yet"},
+	} {
+		env := func(k string) (string, bool) { v, ok := c.env[k]; return v, ok }
+		var out, errb bytes.Buffer
+		require.Equal(t, 64, run(c.args, env, &out, &errb), c.args)
+		require.Contains(t, errb.String(), c.want, c.args)
 		require.Empty(t, out.String())
 	}
 }
