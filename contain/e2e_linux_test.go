@@ -68,7 +68,7 @@ func TestEndToEndTwoSupervisorsRealHold(t *testing.T) {
 	url := startAuthority(t)
 	room := post(t, url+"/elections", "")["election_id"].(string)
 	hold := func(candidate string) []string {
-		return []string{bins.octostore, "election", "hold", room, "--candidate", candidate, "--ttl", "5", "--json", "--server", url}
+		return []string{bins.octostore, "election", "hold", room, "--candidate", candidate, "--ttl", "8", "--json", "--server", url}
 	}
 	a := startRaw(t, sc{worker: "--term-exits --grandchild-setsid"}, "election", room, "agent-a", hold("agent-a"))
 	a.waitEvent("leader", 10*time.Second)
@@ -121,7 +121,9 @@ func TestEndToEndLockRealHold(t *testing.T) {
 	t.Parallel()
 	url := startAuthority(t)
 	name := "repo/octostore/issue-7"
-	hold := []string{bins.octostore, "lock", "hold", name, "--ttl", "4", "--json", "--server", url}
+	// TTL 8: the supervisor's deadline (budget 6.4 s - grace - 250 ms) must fall after
+	// the hold's first renewal (about TTL/2); a TTL of 4 puts it before.
+	hold := []string{bins.octostore, "lock", "hold", name, "--ttl", "8", "--json", "--server", url}
 	a := startRaw(t, sc{worker: "--term-exits --grandchild-setsid --env-out {dir}/env"}, "lock", name, "-", hold)
 	a.waitEvent("acquired", 10*time.Second)
 	b := startRaw(t, sc{worker: "--term-exits --child"}, "lock", name, "-", hold)
