@@ -52,6 +52,7 @@ type shimGroup struct {
 	started bool          // the group's program runs (or ran)
 	closed  bool          // contained, shim killed: nothing may start here again
 	tried   bool          // a teardown ran to its proof bound (report says what survived)
+	exitFwd bool          // the program's exit was forwarded to the supervisor
 	report  Report
 }
 
@@ -235,7 +236,7 @@ func (g *guardian) loop() int {
 func (g *guardian) fromShim(grp *shimGroup, m msg, ok bool) <-chan msg {
 	if ok {
 		if m.Op == opExited {
-			_ = g.main.send(msg{Op: opExited, Group: grp.name, Code: m.Code, Signal: m.Signal})
+			g.forwardExit(grp, m)
 		}
 		return grp.in
 	}
@@ -421,6 +422,7 @@ func (g *guardian) sweep(grp *shimGroup, root int, skip []int, termUntil time.Ti
 		rep = again
 	}
 	if rep.ProvenEmpty {
+		g.awaitExitReport(grp)
 		g.killShim(grp)
 		grp.closed = true
 		if l := g.leafOf(grp); l != nil {
@@ -519,6 +521,38 @@ func (g *guardian) forward(grp *shimGroup, sig syscall.Signal) {
 			if p, err := s.r.Stat(pid); err == nil {
 				_ = s.r.Signal(p, sig)
 			}
+		}
+	}
+}
+
+func (g *guardian) forwardExit(grp *shimGroup, m msg) {
+	grp.exitFwd = true
+	_ = g.main.send(msg{Op: opExited, Group: grp.name, Code: m.Code, Signal: m.Signal})
+}
+
+// awaitExitReport waits (bounded) for a started program's exit report before its
+// shim is killed: the tree can be proven empty before the shim has reaped the
+// program and reported, and killing the shim then would lose the status that
+// run exits with.
+func (g *guardian) awaitExitReport(grp *shimGroup) {
+	if !grp.started || grp.exitFwd || grp.in == nil {
+		return
+	}
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case m, ok := <-grp.in:
+			if !ok {
+				grp.in = nil
+				return
+			}
+			if m.Op == opExited {
+				g.forwardExit(grp, m)
+				return
+			}
+		case <-t.C:
+			return
 		}
 	}
 }
