@@ -53,6 +53,7 @@ type shimGroup struct {
 	closed  bool          // contained, shim killed: nothing may start here again
 	tried   bool          // a teardown ran to its proof bound (report says what survived)
 	exitFwd bool          // the program's exit was forwarded to the supervisor
+	exit    *msg          // the program's exit report, taken during a teardown
 	report  Report
 }
 
@@ -274,6 +275,9 @@ func (g *guardian) handle(m msg) msg {
 		}
 		rep := g.contain(grp, until)
 		reply.Report = &rep
+		if grp.exit != nil {
+			reply.Exited, reply.Code, reply.Signal = true, grp.exit.Code, grp.exit.Signal
+		}
 	case opSignal:
 		g.forward(g.groups[groupWorker], syscall.Signal(m.Signal))
 	case opRelease:
@@ -533,7 +537,10 @@ func (g *guardian) forwardExit(grp *shimGroup, m msg) {
 // awaitExitReport waits (bounded) for a started program's exit report before its
 // shim is killed: the tree can be proven empty before the shim has reaped the
 // program and reported, and killing the shim then would lose the status that
-// run exits with.
+// run exits with. The report is kept for the containment reply, not forwarded:
+// mid-teardown it would reach the supervisor ahead of the notification that
+// explains the teardown (an expired deadline) and be mistaken for a worker
+// that ended on its own.
 func (g *guardian) awaitExitReport(grp *shimGroup) {
 	if !grp.started || grp.exitFwd || grp.in == nil {
 		return
@@ -548,7 +555,7 @@ func (g *guardian) awaitExitReport(grp *shimGroup) {
 				return
 			}
 			if m.Op == opExited {
-				g.forwardExit(grp, m)
+				grp.exitFwd, grp.exit = true, &m
 				return
 			}
 		case <-t.C:

@@ -112,7 +112,9 @@ wait:
 		if err == nil && m.Report != nil {
 			rep = *m.Report
 		}
-		if timedOut {
+		if timedOut && m.Exited {
+			code = m.Code
+		} else if timedOut {
 			// The main process died in the teardown: its status is the command's.
 			select {
 			case n := <-l.notes:

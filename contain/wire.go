@@ -37,6 +37,7 @@ type msg struct {
 	ProofMs    int64    `json:"proof_ms,omitempty"`
 
 	Pid    int     `json:"pid,omitempty"`
+	Exited bool    `json:"exited,omitempty"` // contain reply: Code/Signal are the program's exit
 	Code   int     `json:"code"`
 	Signal int     `json:"signal,omitempty"`
 	Report *Report `json:"report,omitempty"`
