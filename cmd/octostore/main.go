@@ -128,17 +128,9 @@ func electionHold(env hold.LookupEnv, stdout, stderr io.Writer, code *int) *cli.
 		Name:      "hold",
 		Usage:     "campaign for leadership of an election and hold it until lost or signalled",
 		ArgsUsage: "<election_id>",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "candidate", Required: true, Usage: "this candidate's id (1-64 ASCII letters, digits, - _ . :)"},
-			&cli.UintFlag{Name: "ttl", Value: 30, Usage: "leadership TTL in seconds (5-300)"},
-			&cli.StringFlag{Name: "acquire-timeout", Usage: "give up acquiring after this long (exit 11); default: wait forever"},
-			&cli.StringFlag{Name: "server", Usage: "OctoStore server URL (default $OCTOSTORE_URL, else " + hold.DefaultElectionServer + ")"},
-			&cli.BoolFlag{Name: "allow-insecure-http", Usage: "allow plain http to a non-loopback server (development only)"},
-			&cli.BoolFlag{Name: "json", Usage: "print one JSON event per line (what octostore-supervisor reads)"},
-			&cli.StringFlag{Name: "connect-timeout", Value: "5s"},
-			&cli.StringFlag{Name: "request-timeout", Value: "10s"},
-			&cli.StringFlag{Name: "shutdown-timeout", Value: "2s"},
-		},
+		}, holdFlags(30, "leadership TTL in seconds (5-300)", "OctoStore server URL (default $OCTOSTORE_URL, else "+hold.DefaultElectionServer+")")...),
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -146,21 +138,16 @@ func electionHold(env hold.LookupEnv, stdout, stderr io.Writer, code *int) *cli.
 			}
 			// Validation order of the upstream CLI: TTL, candidate, acquire
 			// timeout, then server, timeouts and CA bundle.
-			if c.Uint("ttl") > 1<<32-1 {
-				return usage("TTL must be between 5 and 300 seconds")
-			}
-			ttl := uint32(c.Uint("ttl"))
-			if err := hold.ValidateTTL(hold.KindElection, ttl); err != nil {
-				return usage(err.Error())
+			ttl, err := ttlFlag(c, hold.KindElection)
+			if err != nil {
+				return err
 			}
 			if err := hold.ValidateCandidate(c.String("candidate")); err != nil {
 				return usage(err.Error())
 			}
-			var acquire *time.Duration
-			if d, set, err := durationFlag(c, "acquire-timeout", 0); err != nil {
-				return usage(err.Error())
-			} else if set {
-				acquire = &d
+			acquire, err := acquireFlag(c)
+			if err != nil {
+				return err
 			}
 			client, shutdown, err := clientFor(c, env, hold.KindElection)
 			if err != nil {
@@ -273,37 +260,23 @@ func outputAndSignals(c *cli.Context, stdout io.Writer) (io.Writer, chan os.Sign
 
 func lockHold(env hold.LookupEnv, in io.Reader, stdout, stderr io.Writer, code *int) *cli.Command {
 	return &cli.Command{
-		Name:      "hold",
-		Usage:     "acquire a lock and hold it until lost or signalled (bearer token from OCTOSTORE_TOKEN_FILE or OCTOSTORE_TOKEN)",
-		ArgsUsage: "<name>",
-		Flags: []cli.Flag{
-			&cli.UintFlag{Name: "ttl", Value: 120, Usage: "lease TTL in seconds (1-3600)"},
-			&cli.StringFlag{Name: "acquire-timeout", Usage: "give up acquiring after this long (exit 11); default: wait forever"},
-			&cli.StringFlag{Name: "server", Usage: "OctoStore server URL (or $OCTOSTORE_URL; required for locks)"},
-			&cli.BoolFlag{Name: "allow-insecure-http", Usage: "allow plain http to a non-loopback server (development only)"},
-			&cli.BoolFlag{Name: "json", Usage: "print one JSON event per line (what octostore-supervisor reads)"},
-			&cli.StringFlag{Name: "connect-timeout", Value: "5s"},
-			&cli.StringFlag{Name: "request-timeout", Value: "10s"},
-			&cli.StringFlag{Name: "shutdown-timeout", Value: "2s"},
-		},
+		Name:         "hold",
+		Usage:        "acquire a lock and hold it until lost or signalled (bearer token from OCTOSTORE_TOKEN_FILE or OCTOSTORE_TOKEN)",
+		ArgsUsage:    "<name>",
+		Flags:        holdFlags(120, "lease TTL in seconds (1-3600)", "OctoStore server URL (or $OCTOSTORE_URL; required for locks)"),
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usage("lock hold needs exactly one <name>")
 			}
 			// Upstream's order: TTL, acquire timeout, server/timeouts/CA, token.
-			if c.Uint("ttl") > 1<<32-1 {
-				return usage("TTL must be between 1 and 3600 seconds")
+			ttl, err := ttlFlag(c, hold.KindLock)
+			if err != nil {
+				return err
 			}
-			ttl := uint32(c.Uint("ttl"))
-			if err := hold.ValidateTTL(hold.KindLock, ttl); err != nil {
-				return usage(err.Error())
-			}
-			var acquire *time.Duration
-			if d, set, err := durationFlag(c, "acquire-timeout", 0); err != nil {
-				return usage(err.Error())
-			} else if set {
-				acquire = &d
+			acquire, err := acquireFlag(c)
+			if err != nil {
+				return err
 			}
 			client, shutdown, err := clientFor(c, env, hold.KindLock)
 			if err != nil {
@@ -325,4 +298,43 @@ func lockHold(env hold.LookupEnv, in io.Reader, stdout, stderr io.Writer, code *
 			return nil
 		},
 	}
+}
+
+// holdFlags are the flags election hold and lock hold share.
+func holdFlags(ttl uint, ttlUsage, serverUsage string) []cli.Flag {
+	return []cli.Flag{
+		&cli.UintFlag{Name: "ttl", Value: ttl, Usage: ttlUsage},
+		&cli.StringFlag{Name: "acquire-timeout", Usage: "give up acquiring after this long (exit 11); default: wait forever"},
+		&cli.StringFlag{Name: "server", Usage: serverUsage},
+		&cli.BoolFlag{Name: "allow-insecure-http", Usage: "allow plain http to a non-loopback server (development only)"},
+		&cli.BoolFlag{Name: "json", Usage: "print one JSON event per line (what octostore-supervisor reads)"},
+		&cli.StringFlag{Name: "connect-timeout", Value: "5s"},
+		&cli.StringFlag{Name: "request-timeout", Value: "10s"},
+		&cli.StringFlag{Name: "shutdown-timeout", Value: "2s"},
+	}
+}
+
+// ttlFlag reads --ttl within the kind's bounds.
+func ttlFlag(c *cli.Context, kind hold.Kind) (uint32, error) {
+	v := c.Uint("ttl")
+	if v > 1<<32-1 {
+		v = 0 // out of range either way; ValidateTTL words the message
+	}
+	if err := hold.ValidateTTL(kind, uint32(v)); err != nil {
+		return 0, usage(err.Error())
+	}
+	return uint32(v), nil
+}
+
+// acquireFlag reads --acquire-timeout; nil means wait forever (0 is allowed
+// and times out at once).
+func acquireFlag(c *cli.Context) (*time.Duration, error) {
+	d, set, err := durationFlag(c, "acquire-timeout", 0)
+	if err != nil {
+		return nil, usage(err.Error())
+	}
+	if !set {
+		return nil, nil
+	}
+	return &d, nil
 }
