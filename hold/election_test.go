@@ -187,18 +187,26 @@ func startHold(t *testing.T, f *fake, id, candidate string, ttl time.Duration, o
 	for _, o := range opts {
 		o(h)
 	}
-	r := &holdRun{t: t, hold: h, out: newSink(), signals: make(chan os.Signal, 1), done: make(chan int, 1)}
+	r := &holdRun{t: t, hold: h, out: newSink()}
 	h.Out = r.out
-	go func() { r.done <- h.Run(context.Background(), r.signals) }()
+	r.signals, r.done = runInBackground(t, h.Run)
+	return r
+}
+
+// runInBackground runs a hold's Run in a goroutine; if the test ends before the
+// hold does, the hold is sent SIGINT and awaited, so no run outlives its test.
+func runInBackground(t *testing.T, run func(context.Context, <-chan os.Signal) int) (chan os.Signal, chan int) {
+	signals, done := make(chan os.Signal, 1), make(chan int, 1)
+	go func() { done <- run(context.Background(), signals) }()
 	t.Cleanup(func() {
 		select {
-		case <-r.done:
+		case <-done:
 		default:
-			r.signals <- syscall.SIGINT
-			<-r.done
+			signals <- syscall.SIGINT
+			<-done
 		}
 	})
-	return r
+	return signals, done
 }
 
 // next waits for the next stdout line and returns its decoded fields.

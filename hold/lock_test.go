@@ -3,7 +3,6 @@ package hold
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -92,17 +91,9 @@ func startLockHold(t *testing.T, f *fake, name string, ttl time.Duration, opts .
 	for _, o := range opts {
 		o(h)
 	}
-	r := &lockRun2{t: t, hold: h, out: newSink(), signals: make(chan os.Signal, 1), done: make(chan int, 1)}
+	r := &lockRun2{t: t, hold: h, out: newSink()}
 	h.Out = r.out
-	go func() { r.done <- h.Run(context.Background(), r.signals) }()
-	t.Cleanup(func() {
-		select {
-		case <-r.done:
-		default:
-			r.signals <- syscall.SIGINT
-			<-r.done
-		}
-	})
+	r.signals, r.done = runInBackground(t, h.Run)
 	return r
 }
 
