@@ -1,7 +1,6 @@
 package contain_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -15,36 +14,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
-// startAuthority runs the fake OctoStore server on loopback and returns its URL;
-// it is stopped (and proven exited) at the end of the test.
+// startAuthority runs the fake OctoStore server on loopback and returns its URL.
 func startAuthority(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(bins.authority, "--listen", "127.0.0.1:0", "--token", "t-e2e")
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-			t.Errorf("the authority did not exit on SIGTERM")
-		}
-	})
-	sc := bufio.NewScanner(out)
-	require.True(t, sc.Scan(), "the authority printed no URL")
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	return strings.TrimSpace(sc.Text())
+	return proctest.StartServer(t, bins.authority, "--listen", "127.0.0.1:0", "--token", "t-e2e")
 }
 
 func post(t *testing.T, url, body string) map[string]any {

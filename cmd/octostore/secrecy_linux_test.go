@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -40,21 +39,7 @@ func TestMain(m *testing.M) {
 
 func authority(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(bin.authority, "--listen", "127.0.0.1:0", "--token", "t")
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		require.NoError(t, cmd.Wait(), "the authority did not exit cleanly")
-	})
-	sc := bufio.NewScanner(out)
-	require.True(t, sc.Scan())
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	return strings.TrimSpace(sc.Text())
+	return proctest.StartServer(t, bin.authority, "--listen", "127.0.0.1:0", "--token", "t")
 }
 
 func control(t *testing.T, method, url, body string) []byte {
