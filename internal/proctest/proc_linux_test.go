@@ -131,8 +131,15 @@ func TestZombieIsDeadAndReaped(t *testing.T) {
 
 // Reap never takes a child that a Prog's exec.Cmd still has to wait for.
 func TestReapLeavesProgChildren(t *testing.T) {
-	p := sh.Start(t, "", nil, "-c", "exit 5")
+	// Alive long enough to be recorded (an instant exit could be reaped by
+	// exec.Cmd before the record is taken), then Reap runs once it has died:
+	// as a zombie only exec.Cmd may collect, or already collected.
+	p := sh.Start(t, "", nil, "-c", "sleep 0.1; exit 5")
 	rec := recordOf(t, p.Cmd.Process.Pid)
+	WaitFor(t, 5*time.Second, "the child died", func() bool {
+		st, err := Stat(rec.Pid)
+		return err != nil || st.Dead()
+	})
 	Reap(rec)
 	assert.Equal(t, 5, p.ExitCode(t, 5*time.Second), "exec.Cmd.Wait got the real status")
 }
