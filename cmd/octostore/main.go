@@ -53,7 +53,7 @@ func run(args []string, env hold.LookupEnv, stdout, stderr io.Writer) int {
 				Usage: "elections: hold leadership",
 				Subcommands: []*cli.Command{
 					electionHold(env, stdout, stderr, &code),
-					notYet("create"), notYet("status"), notYet("watch"),
+					electionCreate(env, stdout), electionStatus(env, stdout), electionWatch(env, stdout, stderr, &code),
 				},
 				OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
 			},
@@ -62,7 +62,7 @@ func run(args []string, env hold.LookupEnv, stdout, stderr io.Writer) int {
 				Usage: "locks: hold one exact work item",
 				Subcommands: []*cli.Command{
 					lockHold(env, stdin, stdout, stderr, &code),
-					notYetLock("status"), notYetLock("watch"),
+					lockStatus(env, stdin, stdout, stderr), lockWatch(env, stdin, stdout, stderr, &code),
 				},
 				OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
 			},
@@ -85,33 +85,16 @@ func run(args []string, env hold.LookupEnv, stdout, stderr io.Writer) int {
 	if err := app.Run(intersperse(args)); err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {
-			fmt.Fprintf(stderr, "octostore: %s\n", ee.msg)
+			// Messages can quote argv (an unknown flag, a help topic);
+			// escaping control characters keeps a crafted argument from
+			// forging extra lines on stderr.
+			fmt.Fprintf(stderr, "octostore: %s\n", terminalSafe(ee.msg))
 			return ee.code
 		}
-		fmt.Fprintf(stderr, "octostore: %v\n", err)
+		fmt.Fprintf(stderr, "octostore: %s\n", terminalSafe(err.Error()))
 		return hold.ExitUsage
 	}
 	return code
-}
-
-func notYetLock(name string) *cli.Command {
-	return &cli.Command{
-		Name:  name,
-		Usage: "not in this build yet",
-		Action: func(*cli.Context) error {
-			return usage("lock " + name + " is not in this build yet; use the upstream octostore CLI")
-		},
-	}
-}
-
-func notYet(name string) *cli.Command {
-	return &cli.Command{
-		Name:  name,
-		Usage: "not in this build yet",
-		Action: func(*cli.Context) error {
-			return usage("election " + name + " is not in this build yet; use the upstream octostore CLI")
-		},
-	}
 }
 
 // durationFlag takes the hold's own duration syntax (ms, s, m, h, or bare seconds).
@@ -164,6 +147,9 @@ func electionHold(env hold.LookupEnv, stdout, stderr io.Writer, code *int) *cli.
 	}
 }
 
+// subcommands whose flags intersperse reorders.
+var subcommands = map[string]bool{"hold": true, "create": true, "status": true, "watch": true}
+
 // boolFlags of election hold (and help).
 var boolFlags = map[string]bool{"json": true, "allow-insecure-http": true, "help": true, "h": true}
 
@@ -173,12 +159,13 @@ var valueFlags = map[string]bool{
 	"connect-timeout": true, "request-timeout": true, "shutdown-timeout": true,
 }
 
-// intersperse moves the flags after "election hold" ahead of its positional
-// argument. Upstream's parser (clap) accepts them anywhere and its documented
-// form is `election hold <id> --candidate C --json`; urfave/cli v2 stops parsing
-// flags at the first positional word.
+// intersperse moves the flags after "election hold" (and the other election and
+// lock subcommands) ahead of its positional argument. Upstream's parser (clap)
+// accepts them anywhere and its documented form is `election hold <id>
+// --candidate C --json`; urfave/cli v2 stops parsing flags at the first
+// positional word.
 func intersperse(args []string) []string {
-	if len(args) < 3 || (args[1] != "election" && args[1] != "lock") || args[2] != "hold" {
+	if len(args) < 3 || (args[1] != "election" && args[1] != "lock") || !subcommands[args[2]] {
 		return args
 	}
 	var flags, pos []string

@@ -60,7 +60,7 @@ func TestLockHoldUsage(t *testing.T) {
 		{nil, []string{"octostore", "lock", "hold", "n"}, "lock commands require --server or OCTOSTORE_URL"},
 		{map[string]string{"OCTOSTORE_URL": "http://127.0.0.1:1"}, []string{"octostore", "lock", "hold", "n"}, "lock commands require OCTOSTORE_TOKEN_FILE or OCTOSTORE_TOKEN"},
 		{map[string]string{"OCTOSTORE_URL": "http://127.0.0.1:1", "OCTOSTORE_TOKEN_FILE": loose}, []string{"octostore", "lock", "hold", "n"}, "owner-only permissions"},
-		{nil, []string{"octostore", "lock", "status", "n"}, "not in this build yet"},
+		{nil, []string{"octostore", "lock", "status", "n"}, "lock commands require --server or OCTOSTORE_URL"},
 	} {
 		env := func(k string) (string, bool) { v, ok := c.env[k]; return v, ok }
 		var out, errb bytes.Buffer

@@ -126,3 +126,65 @@ func TestLeaderTokenNeverPrinted(t *testing.T) {
 		})
 	}
 }
+
+// The bearer token is the lock capability. A server that reflects it into
+// every field it can (status fields, error details, request ids, stream
+// refusals) must never get it printed by lock status or lock watch, in either
+// output form; it is replaced by [REDACTED]. It is read from a token file, so
+// it is not on the command line either.
+func TestBearerTokenNeverPrinted(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		args   []string
+		faults string
+		watch  bool
+		code   int
+		// redactedIn says where the reflected token must show up as
+		// [REDACTED] ("out" or "err"), proving it really was reflected.
+		redactedIn string
+	}{
+		{"status json", []string{"lock", "status", "repo/x", "--json"}, `{"kind":"reflect_token"}`, false, 0, "out"},
+		{"status human, failing", []string{"lock", "status", "repo/x"},
+			`[{"route":"lock_status","kind":"reflect_token"},{"route":"lock_status","kind":"error","status":503}]`, false, 70, "err"},
+		{"status json, refused", []string{"lock", "status", "repo/x", "--json"},
+			`[{"route":"lock_status","kind":"reflect_token"},{"route":"lock_status","kind":"error","status":403}]`, false, 70, "err"},
+		{"watch json", []string{"lock", "watch", "repo/x", "--json"}, `{"kind":"reflect_token"}`, true, 143, "out"},
+		{"watch human, stream refused then reconciles", []string{"lock", "watch", "repo/x"},
+			`[{"kind":"reflect_token"},{"route":"lock_watch","kind":"error","status":503,"retry_after_ms":100,"count":1},{"route":"lock_status","kind":"error","status":503,"count":1}]`,
+			true, 143, "err"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			url, tokenFile := lockAuthority(t)
+			acquireLock(t, url, "repo/x")
+			control(t, "POST", url+"/__control/faults", c.faults)
+			env := map[string]string{"OCTOSTORE_URL": url, "OCTOSTORE_TOKEN_FILE": tokenFile}
+			p := startCLI(t, env, c.args...)
+			argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.cmd.Process.Pid))
+			var out []string
+			if c.watch {
+				// Two snapshots (one for a failed first status read), then stop.
+				for len(out) < 2 {
+					out = append(out, p.line(t))
+				}
+				require.Equal(t, c.code, p.signal(t, syscall.SIGTERM))
+			} else {
+				for l := range p.lines {
+					out = append(out, l)
+				}
+				select {
+				case <-p.done:
+				case <-time.After(20 * time.Second):
+					t.Fatal("lock status did not exit")
+				}
+				require.Equal(t, c.code, p.cmd.ProcessState.ExitCode())
+			}
+			stdout, stderr := strings.Join(out, "\n"), p.errb.String()
+			require.NotContains(t, stdout, readToken)
+			require.NotContains(t, stderr, readToken)
+			require.NotContains(t, string(argv), readToken)
+			where := map[string]string{"out": stdout, "err": stderr}[c.redactedIn]
+			require.Contains(t, where, "[REDACTED]", "the server never reflected the token; the test proves nothing")
+		})
+	}
+}

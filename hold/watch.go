@@ -1,0 +1,577 @@
+package hold
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/octostore-supervisor/supervisor/events"
+)
+
+// This file is `octostore election watch` and `octostore lock watch` (§10.4):
+// the SSE frame splitter with its 64 KiB cap, and the watch loop. The stream
+// is only a hint that something changed: data is never parsed, every data
+// frame triggers a fresh status read, and every reconnect reads status first,
+// so what is printed is always the server's status, never a stream payload.
+
+// ErrSSEFrameTooLarge is the watch's one fatal stream condition (exit 70): a
+// frame, or unterminated pending data, longer than MaxSSEFrameBytes. Its text
+// is upstream's diagnostic.
+var ErrSSEFrameTooLarge = errors.New("watch SSE frame exceeded " + strconv.Itoa(MaxSSEFrameBytes) + " bytes")
+
+// watchStreamTimeout replaces the request timeout for the stream itself:
+// upstream raises it to 24 h so an idle but healthy stream is never cut.
+const watchStreamTimeout = 24 * time.Hour
+
+// SSEFrames splits a server-sent-events byte stream into frames the way the
+// upstream CLI does: a frame ends at the first "\n\n", else at the first
+// "\r\n\r\n", and the size check happens before bytes are buffered, so a
+// hostile server cannot make the client hold more than MaxSSEFrameBytes.
+// The zero value is ready to use.
+type SSEFrames struct {
+	buf []byte
+}
+
+// Feed adds one chunk and returns the frames it completed, in order,
+// terminators included. When the chunk would make a frame (or the pending
+// unterminated data) exceed MaxSSEFrameBytes, Feed returns the frames that
+// completed before that point together with ErrSSEFrameTooLarge; the stream
+// must then be abandoned.
+func (s *SSEFrames) Feed(chunk []byte) ([][]byte, error) {
+	var frames [][]byte
+	for len(chunk) > 0 {
+		n, err := s.appendBytes(chunk)
+		if err != nil {
+			return frames, err
+		}
+		chunk = chunk[n:]
+		for {
+			end := findSSEFrame(s.buf)
+			if end < 0 {
+				break
+			}
+			frames = append(frames, append([]byte(nil), s.buf[:end]...))
+			s.buf = append(s.buf[:0], s.buf[end:]...)
+		}
+	}
+	return frames, nil
+}
+
+// Pending is the number of buffered bytes of the unfinished frame.
+func (s *SSEFrames) Pending() int { return len(s.buf) }
+
+// appendBytes buffers p up to and including the first frame terminator that
+// p completes (looking back over the last three buffered bytes, since a
+// terminator can straddle chunks), refusing anything that would exceed the
+// cap. It returns how many bytes of p it took.
+func (s *SSEFrames) appendBytes(p []byte) (int, error) {
+	var tail [8]byte
+	suffix := append(tail[:0], s.buf[max(len(s.buf)-3, 0):]...)
+	frameEnd := -1
+	for i, c := range p {
+		suffix = append(suffix, c)
+		if len(suffix) > 4 {
+			suffix = append(suffix[:0], suffix[1:]...)
+		}
+		if bytes.HasSuffix(suffix, []byte("\n\n")) || bytes.HasSuffix(suffix, []byte("\r\n\r\n")) {
+			frameEnd = len(s.buf) + i + 1
+			break
+		}
+	}
+	n := len(p)
+	if frameEnd >= 0 {
+		if frameEnd > MaxSSEFrameBytes {
+			return 0, ErrSSEFrameTooLarge
+		}
+		n = frameEnd - len(s.buf)
+	} else if len(s.buf)+len(p) > MaxSSEFrameBytes {
+		return 0, ErrSSEFrameTooLarge
+	}
+	s.buf = append(s.buf, p[:n]...)
+	return n, nil
+}
+
+// findSSEFrame returns the end of the first complete frame in b, or -1.
+func findSSEFrame(b []byte) int {
+	if i := bytes.Index(b, []byte("\n\n")); i >= 0 {
+		return i + 2
+	}
+	if i := bytes.Index(b, []byte("\r\n\r\n")); i >= 0 {
+		return i + 4
+	}
+	return -1
+}
+
+// SSERetryMS returns the reconnect guidance of a frame: the first line of the
+// form "retry:<u64>" (a trailing CR dropped, the value trimmed) whose value
+// parses; lines that do not parse are skipped.
+func SSERetryMS(frame []byte) (uint64, bool) {
+	for _, line := range bytes.Split(frame, []byte("\n")) {
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		v, ok := bytes.CutPrefix(line, []byte("retry:"))
+		if !ok || !utf8.Valid(v) {
+			continue
+		}
+		if n, ok := parseRustU64(strings.TrimSpace(string(v))); ok {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// SSEHasData reports whether any line of the frame begins with "data:"; its
+// content is never looked at, only that the server signalled a change.
+func SSEHasData(frame []byte) bool {
+	for _, line := range bytes.Split(frame, []byte("\n")) {
+		if bytes.HasPrefix(line, []byte("data:")) {
+			return true
+		}
+	}
+	return false
+}
+
+// ReconnectDelay is the wait before the next connection: the stream's
+// retry: guidance when it sent one (clamped, at least 100 ms, later-only
+// jitter; a server sending 0 still cannot cause a request storm), else local
+// backoff by attempt (§10.4 step 4).
+func ReconnectDelay(guidanceMS *uint64, attempt uint32, bp uint32) time.Duration {
+	if guidanceMS != nil {
+		return GuidedWaitDelay(*guidanceMS, bp)
+	}
+	return BackoffWaitDelay(attempt, bp)
+}
+
+// Watch is `octostore election watch` / `octostore lock watch` (§10.4). All
+// fields are inputs; validation and loading the token are the caller's job.
+type Watch struct {
+	Client *Client
+	// Kind selects the election or lock routes; Name is the raw election id
+	// or lock name.
+	Kind Kind
+	Name string
+	// Token is the bearer token (locks only). It is sent on every request
+	// and redacted from everything printed.
+	Token string
+	// JSON selects the JSONL snapshot lines; otherwise one human line each.
+	JSON bool
+	// Clock supplies observed_at (only Wall is used); nil is SystemClock.
+	Clock  Clock
+	Jitter Jitter
+	// Out receives the snapshots, Diag the "octostore: …" diagnostics.
+	Out, Diag io.Writer
+}
+
+// Run watches until a signal and returns the exit status (§9): 130 (SIGINT,
+// or any signal other than SIGTERM) or 143 (SIGTERM, or ctx cancelled), or 70
+// when the initial status read or the stream connection fails
+// non-retryably, or a frame exceeds the cap. Never 0.
+func (w *Watch) Run(ctx context.Context, signals <-chan os.Signal) int {
+	if w.Clock == nil {
+		w.Clock = SystemClock{}
+	}
+	if w.Jitter == nil {
+		w.Jitter = RandomJitter
+	}
+	if w.Out == nil {
+		w.Out = io.Discard
+	}
+	if w.Diag == nil {
+		w.Diag = io.Discard
+	}
+	r := &watchRun{w: w, ctx: ctx, signals: signals}
+	return r.run()
+}
+
+// watchRun is one Run's state.
+type watchRun struct {
+	w       *Watch
+	ctx     context.Context
+	signals <-chan os.Signal
+	sig     os.Signal
+	seq     uint64
+	attempt uint32
+}
+
+func (r *watchRun) signalExit() int {
+	if r.sig == syscall.SIGTERM {
+		return ExitSIGTERM
+	}
+	return ExitSIGINT
+}
+
+func (r *watchRun) diag(msg string) {
+	fmt.Fprintf(r.w.Diag, "octostore: %s\n", msg)
+}
+
+// safe prepares server-influenced text for stderr: the token redacted, then
+// control characters escaped.
+func (r *watchRun) safe(f *Failure) string {
+	return TerminalSafe(f.DiagnosticRedacting(r.w.Token))
+}
+
+func (r *watchRun) nextAttempt() {
+	if r.attempt < ^uint32(0) {
+		r.attempt++
+	}
+}
+
+func (r *watchRun) path() string {
+	if r.w.Kind == KindLock {
+		return "/locks/" + EncodeSegment(r.w.Name) + "/watch"
+	}
+	return "/elections/" + EncodeSegment(r.w.Name) + "/watch"
+}
+
+func (r *watchRun) run() int {
+	for {
+		// Step 1: every (re)connection starts from the server's status.
+		snap, f, signalled := r.status()
+		if signalled {
+			return r.signalExit()
+		}
+		switch {
+		case f == nil:
+			r.print(snap)
+		case f.RetryableBeforeAcquire():
+			r.diag("watch reconcile failed: " + r.safe(f))
+		default:
+			r.diag(r.safe(f))
+			return ExitSoftware
+		}
+
+		// Step 2: connect.
+		resp, cancel, code, stop := r.connect()
+		if stop {
+			return code
+		}
+		if resp == nil {
+			continue
+		}
+
+		// Step 3: read frames until the stream ends.
+		guidance, code, stop := r.stream(resp, cancel)
+		if stop {
+			return code
+		}
+
+		// Step 4: wait, then go round again (status first).
+		delay := ReconnectDelay(guidance, r.attempt, r.w.Jitter())
+		r.nextAttempt()
+		if !r.sleep(delay) {
+			return r.signalExit()
+		}
+	}
+}
+
+// snapshot is one successful status read, ready to print.
+type snapshot struct {
+	json   []byte // alphabetical keys, token redacted
+	status string
+}
+
+// outcome of an awaited step.
+type awaitOutcome int
+
+const (
+	finished awaitOutcome = iota
+	timedOut
+	interrupted
+)
+
+// await runs fn in a goroutine and waits for it, for timeout (when positive),
+// or for a signal or ctx (r.sig is then set). Unless fn finished first, it
+// calls cancel, which must make fn return promptly, and waits for fn, so no
+// request outlives the step; fn's value is returned in every case (a caller
+// that gives up on it may still have to close what it holds).
+func await[T any](r *watchRun, cancel func(), timeout time.Duration, fn func() T) (T, awaitOutcome) {
+	done := make(chan T, 1)
+	go func() { done <- fn() }()
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C
+	}
+	outcome := interrupted
+	select {
+	case v := <-done:
+		return v, finished
+	case <-expired:
+		outcome = timedOut
+	case s := <-r.signals:
+		r.sig = s
+	case <-r.ctx.Done():
+		r.sig = syscall.SIGTERM
+	}
+	cancel()
+	return <-done, outcome
+}
+
+type statusResult struct {
+	snap snapshot
+	err  error
+}
+
+// status reads the current status, bounded by the request timeout.
+func (r *watchRun) status() (snapshot, *Failure, bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res, outcome := await(r, cancel, r.w.Client.requestTimeout, func() statusResult {
+		if r.w.Kind == KindLock {
+			s, err := GetLockStatus(ctx, r.w.Client, r.w.Name, r.w.Token)
+			return statusResult{snapshot{json: s.JSON(r.w.Token), status: s.Status}, err}
+		}
+		s, err := GetElectionStatus(ctx, r.w.Client, r.w.Name)
+		return statusResult{snapshot{json: s.Snapshot(), status: s.Status}, err}
+	})
+	switch {
+	case outcome == interrupted:
+		return snapshot{}, nil, true
+	case outcome == timedOut:
+		return snapshot{}, &Failure{Code: CodeTransportError, Details: "watch reconciliation timed out", Transport: true,
+			Cause: context.DeadlineExceeded}, false
+	case res.err != nil:
+		var f *Failure
+		if !errors.As(res.err, &f) {
+			f = transportFailure(res.err)
+		}
+		return snapshot{}, f, false
+	}
+	return res.snap, nil, false
+}
+
+// print writes one snapshot line (§10.4 output).
+func (r *watchRun) print(s snapshot) {
+	if r.seq < ^uint64(0) {
+		r.seq++
+	}
+	server := r.w.Client.Server().URL
+	if !r.w.JSON {
+		fmt.Fprintf(r.w.Out, "%s %s · %s · authority %s\n", r.w.Kind,
+			TerminalSafe(Redact(r.w.Name, r.w.Token)), TerminalSafe(Redact(s.status, r.w.Token)), TerminalSafe(server))
+		return
+	}
+	var w jsonWriter
+	w.raw(`{"schema_version":1,"sequence":` + strconv.FormatUint(r.seq, 10) + `,"event":"snapshot","kind":`)
+	w.str(r.w.Kind.String())
+	w.raw(`,"name":`)
+	w.str(r.w.Name)
+	w.raw(`,"server":`)
+	w.str(server)
+	w.raw(`,"snapshot":`)
+	w.raw(string(s.json))
+	w.raw(`,"observed_at":`)
+	w.str(events.FormatTimestamp(r.w.Clock.Wall()))
+	w.raw("}\n")
+	// One Write per line, so a reader never sees half a snapshot.
+	_, _ = r.w.Out.Write(w.bytes())
+}
+
+// sleep waits d; false means a signal (or ctx) came first.
+func (r *watchRun) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case s := <-r.signals:
+		r.sig = s
+	case <-r.ctx.Done():
+		r.sig = syscall.SIGTERM
+	}
+	return false
+}
+
+// backoff reports a failed connection attempt and waits: the failure's
+// retry_after_ms guidance when it has one, else local backoff.
+func (r *watchRun) backoff(msg string, f *Failure) (int, bool) {
+	r.diag(msg)
+	delay := WaitDelay(f, r.attempt, r.w.Jitter())
+	r.nextAttempt()
+	if !r.sleep(delay) {
+		return r.signalExit(), true
+	}
+	return 0, false
+}
+
+type doResult struct {
+	resp *http.Response
+	err  error
+}
+
+// connect opens the stream (§10.4 step 2): the response headers must arrive
+// within the request timeout; a non-200 is read as an error body. It returns
+// the open 200 response and the function that ends it, or resp == nil when
+// the caller should start over at step 1, or stop with an exit code.
+func (r *watchRun) connect() (resp *http.Response, end context.CancelFunc, code int, stop bool) {
+	c := r.w.Client
+	ctx, cancel := context.WithTimeout(context.Background(), watchStreamTimeout)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.server.Endpoint(r.path()), nil)
+	if err != nil {
+		cancel()
+		code, stop = r.backoff("watch connection failed: "+transportFailure(err).Diagnostic(), nil)
+		return nil, nil, code, stop
+	}
+	req.Header.Set("User-Agent", UserAgent)
+	req.Header.Set("Accept", "text/event-stream")
+	if r.w.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.w.Token)
+	}
+	res, outcome := await(r, cancel, c.requestTimeout, func() doResult {
+		resp, err := c.http.Do(req)
+		return doResult{resp, err}
+	})
+	if outcome == finished && res.err == nil && res.resp.StatusCode == http.StatusOK {
+		return res.resp, cancel, 0, false
+	}
+	// From here on this connection is over, whatever happens next.
+	defer func() {
+		if res.resp != nil {
+			res.resp.Body.Close()
+		}
+		cancel()
+	}()
+	switch {
+	case outcome == interrupted:
+		return nil, nil, r.signalExit(), true
+	case outcome == timedOut:
+		code, stop = r.backoff("watch connection timed out before response headers", nil)
+		return nil, nil, code, stop
+	case res.err != nil:
+		code, stop = r.backoff("watch connection failed: "+transportFailure(res.err).Diagnostic(), nil)
+		return nil, nil, code, stop
+	}
+
+	// A refusal: read its error body within the request timeout.
+	f, outcome := await(r, cancel, c.requestTimeout, func() *Failure { return readFailure(res.resp) })
+	switch {
+	case outcome == interrupted:
+		return nil, nil, r.signalExit(), true
+	case outcome == timedOut:
+		f = &Failure{Code: CodeTransportError, Details: "watch error response body timed out", Transport: true,
+			Cause: context.DeadlineExceeded}
+	case !f.RetryableBeforeAcquire():
+		r.diag(r.safe(f))
+		return nil, nil, ExitSoftware, true
+	}
+	code, stop = r.backoff("watch unavailable: "+r.safe(f), f)
+	return nil, nil, code, stop
+}
+
+// readFailure decodes a non-200 answer like any API error (§5.2): x-request-id
+// validated, the body bounded at 1 MiB and read in full before deciding.
+func readFailure(resp *http.Response) *Failure {
+	requestID := resp.Header.Get("X-Request-Id")
+	if !validRequestID(requestID) {
+		requestID = ""
+	}
+	tooLarge := &Failure{Status: resp.StatusCode, Code: CodeResponseTooLarge,
+		Details: "server response exceeded " + strconv.Itoa(MaxResponseBytes) + " bytes", RequestID: requestID, Transport: true}
+	if resp.ContentLength > MaxResponseBytes {
+		return tooLarge
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	if len(data) > MaxResponseBytes {
+		return tooLarge
+	}
+	if err != nil {
+		return transportFailure(err)
+	}
+	return decodeErrorResponse(resp.StatusCode, data, requestID)
+}
+
+type chunk struct {
+	data []byte
+	err  error
+}
+
+// stream reads the open watch response (§10.4 step 3) until it ends, and
+// returns the last retry: guidance it carried, or stops with an exit code.
+func (r *watchRun) stream(resp *http.Response, cancel context.CancelFunc) (guidance *uint64, code int, stop bool) {
+	chunks := make(chan chunk)
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	// The reader runs at most one chunk ahead of the frame handling, so a
+	// slow reconcile slows the stream down instead of buffering it.
+	go func() {
+		defer wg.Done()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := resp.Body.Read(buf)
+			if n > 0 {
+				select {
+				case chunks <- chunk{data: append([]byte(nil), buf[:n]...)}:
+				case <-quit:
+					return
+				}
+			}
+			if err != nil {
+				select {
+				case chunks <- chunk{err: err}:
+				case <-quit:
+				}
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(quit)
+		cancel()
+		resp.Body.Close()
+		wg.Wait()
+	}()
+
+	var frames SSEFrames
+	for {
+		var c chunk
+		select {
+		case c = <-chunks:
+		case s := <-r.signals:
+			r.sig = s
+			return nil, r.signalExit(), true
+		case <-r.ctx.Done():
+			r.sig = syscall.SIGTERM
+			return nil, r.signalExit(), true
+		}
+		if c.err != nil {
+			// EOF, a reset or the 24 h bound: all mean "reconnect".
+			return guidance, 0, false
+		}
+		done, err := frames.Feed(c.data)
+		for _, frame := range done {
+			if g, ok := SSERetryMS(frame); ok {
+				guidance = &g
+			}
+			if !SSEHasData(frame) {
+				continue
+			}
+			snap, f, signalled := r.status()
+			if signalled {
+				return nil, r.signalExit(), true
+			}
+			if f != nil {
+				// Even a non-retryable failure only logs here: the stream
+				// is still open and the next change may reconcile.
+				r.diag("watch reconcile failed: " + r.safe(f))
+				continue
+			}
+			r.print(snap)
+			r.attempt = 0
+		}
+		if err != nil {
+			r.diag(err.Error())
+			return nil, ExitSoftware, true
+		}
+	}
+}
