@@ -1,0 +1,24 @@
+package hold
+
+import (
+	"context"
+	"os"
+)
+
+// Holder is one hold run by either authority: the OctoStore HTTP service
+// (ElectionHold, LockHold) or the host-local file-lock authority
+// (LocalElectionHold, LocalLockHold). Both print the same JSONL events with the
+// same budget arithmetic, so the CLI and the supervisor treat them alike.
+//
+// Run returns the exit status (§9): 11, 20, 64, 70, 130 or 143, never 0. A
+// value on signals is SIGINT or SIGTERM; cancelling ctx counts as SIGTERM.
+type Holder interface {
+	Run(ctx context.Context, signals <-chan os.Signal) int
+}
+
+var (
+	_ Holder = (*ElectionHold)(nil)
+	_ Holder = (*LockHold)(nil)
+	_ Holder = (*LocalElectionHold)(nil)
+	_ Holder = (*LocalLockHold)(nil)
+)

@@ -1,0 +1,538 @@
+package hold
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"net/url"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The host-local authority (design §5): elections and locks are exclusive OS
+// file locks (flock, LockFileEx) on one file per name in a state directory,
+// the fencing term is a persisted counter, and a hold renews by proving it
+// still owns the locked file. It prints the same events, with the same budget
+// arithmetic, as the HTTP holds, so the supervisor cannot tell them apart.
+//
+// Layout of a state directory:
+//
+//	term                         the fencing counter (20 digits + "\n"), fsynced
+//	elections/<escaped>.lock     flocked by the leader of that room
+//	elections/<escaped>.holder   JSON record of the leader, for status and watch
+//	locks/<escaped>.lock         likewise for locks
+//	locks/<escaped>.holder
+//
+// Lock files are never deleted: unlinking a lock file on release would let a
+// waiter that opened the old file and a newcomer that created a new one both
+// "own" the name.
+
+// LocalServer is the --server value that selects the host-local authority in
+// the per-user default state directory. "file:///path/to/dir" selects a
+// directory that may be shared by the members of a group.
+const LocalServer = "local"
+
+// DefaultLocalPollInterval is how often a waiting local hold retries its lock
+// and how often a local watch re-reads the status.
+const DefaultLocalPollInterval = 250 * time.Millisecond
+
+// maxEscapedName keeps "<escaped>.holder.tmp" within the 255-byte file-name
+// limit of the file systems we run on.
+const maxEscapedName = 255 - len(".holder.tmp")
+
+// reasonLockGone is what a hold reports when the file it locked is no longer
+// the one at its path (deleted, or replaced by another). It is the code the
+// HTTP authority sends when a different lease now holds the name, which is
+// exactly what a replaced lock file means.
+const reasonLockGone = "lease_not_current"
+
+// reasonLocalFailure is the error code of a local I/O failure before
+// authority: the authority itself failed, as a server's internal_error.
+const reasonLocalFailure = CodeInternalError
+
+// Usage-error classes of the local authority (exit 64).
+var (
+	ErrLocalStateDir = errors.New("unusable local state directory")
+	ErrLocalName     = errors.New("invalid local authority name")
+)
+
+// errLocalLost marks a proof that the lock is no longer ours.
+var errLocalLost = errors.New("local lock is no longer held")
+
+// IsLocalServer reports whether a resolved --server / OCTOSTORE_URL value
+// selects the local authority ("local" or a file: URL) rather than an HTTP
+// server. The CLI then calls OpenLocalStore instead of ValidateServer.
+func IsLocalServer(raw string) bool {
+	s := strings.TrimSpace(raw)
+	if s == LocalServer {
+		return true
+	}
+	scheme, _, ok := strings.Cut(s, ":")
+	return ok && strings.EqualFold(scheme, "file")
+}
+
+// LocalStore is an opened, validated state directory. All file access goes
+// through an os.Root on the directory that was checked, so neither a rename of
+// the directory nor a symlink inside it can redirect the authority elsewhere.
+type LocalStore struct {
+	dir    string
+	server string
+	shared bool
+	root   *os.Root
+	self   *os.File // the directory itself, for fsync after creating files
+
+	fileMode, dirMode fs.FileMode
+}
+
+// OpenLocalStore validates raw ("local" or "file:///abs/dir", see
+// IsLocalServer) and opens its state directory. "local" uses
+// $XDG_RUNTIME_DIR/octostore, else <TMPDIR or /tmp>/octostore-<uid>
+// (%LOCALAPPDATA%\octostore on Windows), creating it 0700; a file: directory
+// must exist and may be group-shared. A symlink, a directory others may write
+// to (world-writable without the sticky bit; for "local" also group-writable),
+// one owned by another user (for "local"), or one on a network file system
+// (NFS, SMB/CIFS, sshfs) is refused with a one-line *UsageError (exit 64).
+// env supplies the environment (os.LookupEnv in production). The caller must
+// Close the store.
+func OpenLocalStore(raw string, env LookupEnv) (*LocalStore, error) {
+	s := strings.TrimSpace(raw)
+	if s == LocalServer {
+		dir, err := defaultLocalDir(env)
+		if err != nil {
+			return nil, err
+		}
+		return openLocalStore(dir, LocalServer, false)
+	}
+	dir, server, err := parseFileServer(s)
+	if err != nil {
+		return nil, err
+	}
+	return openLocalStore(dir, server, true)
+}
+
+// parseFileServer turns file:///abs/dir into the directory and the normalised
+// URL that becomes the "server" field of every event.
+func parseFileServer(raw string) (dir, server string, err error) {
+	bad := func(why string) error {
+		return usageError(ErrInvalidServerURL, "invalid server URL: "+why)
+	}
+	if strings.ContainsAny(raw, "?#") {
+		return "", "", usageError(ErrServerQuery, "server URL must not contain a query or fragment")
+	}
+	u, perr := url.Parse(raw)
+	if perr != nil {
+		return "", "", bad("the file URL could not be parsed")
+	}
+	if u.User != nil {
+		return "", "", usageError(ErrServerCredentials, "credentials are not allowed in the server URL")
+	}
+	if u.Opaque != "" || (u.Host != "" && !strings.EqualFold(u.Host, "localhost")) ||
+		strings.ContainsRune(u.Path, 0) {
+		return "", "", bad("a file URL must name an absolute local directory, like file:///path/to/dir")
+	}
+	dir, ok := dirFromFileURLPath(u.Path)
+	if !ok {
+		return "", "", bad("a file URL must name an absolute local directory, like file:///path/to/dir")
+	}
+	return dir, (&url.URL{Scheme: "file", Path: fileURLPath(dir)}).String(), nil
+}
+
+// stateDirError builds the one-line refusal of a state directory; control
+// characters in a path are escaped so the message stays one line.
+func stateDirError(format string, args ...any) error {
+	return usageError(ErrLocalStateDir, localTerminalSafe(fmt.Sprintf(format, args...)))
+}
+
+func stateDirErrorCause(cause error, format string, args ...any) error {
+	return usageErrorCause(ErrLocalStateDir, localTerminalSafe(fmt.Sprintf(format, args...)), cause)
+}
+
+func openLocalStore(dir, server string, shared bool) (*LocalStore, error) {
+	st := &LocalStore{dir: dir, server: server, shared: shared, fileMode: 0o600, dirMode: 0o700}
+	if shared {
+		st.fileMode, st.dirMode = 0o660, 0o770
+	} else if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, stateDirErrorCause(err, "could not create local state directory %s: %s", dir, osErrorText(err))
+	}
+	lfi, err := os.Lstat(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, stateDirError("local state directory %s does not exist", dir)
+		}
+		return nil, stateDirErrorCause(err, "could not inspect local state directory %s: %s", dir, osErrorText(err))
+	}
+	if lfi.Mode()&fs.ModeSymlink != 0 {
+		return nil, stateDirError("local state directory %s is a symbolic link; refusing it", dir)
+	}
+	if !lfi.IsDir() {
+		return nil, stateDirError("local state directory %s is not a directory", dir)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, stateDirErrorCause(err, "could not open local state directory %s: %s", dir, osErrorText(err))
+	}
+	st.root = root
+	fail := func(err error) (*LocalStore, error) {
+		_ = st.Close()
+		var ue *UsageError
+		if !errors.As(err, &ue) {
+			err = stateDirErrorCause(err, "could not open local state directory %s: %s", dir, osErrorText(err))
+		}
+		return nil, err
+	}
+	self, err := root.Open(".")
+	if err != nil {
+		return fail(stateDirErrorCause(err, "could not open local state directory %s: %s", dir, osErrorText(err)))
+	}
+	st.self = self
+	fi, err := self.Stat()
+	if err != nil {
+		return fail(stateDirErrorCause(err, "could not inspect local state directory %s: %s", dir, osErrorText(err)))
+	}
+	// The checks below must judge the directory we will use, not whatever
+	// the path named a moment ago.
+	if !os.SameFile(fi, lfi) {
+		return fail(stateDirError("local state directory %s changed while it was being opened", dir))
+	}
+	if err := checkStateDirOwnership(self, dir, shared); err != nil {
+		return fail(err)
+	}
+	if err := checkReliableLocks(self, dir); err != nil {
+		return fail(err)
+	}
+	for _, sub := range []string{localElections, localLocks} {
+		if err := st.ensureSubdir(sub); err != nil {
+			return fail(err)
+		}
+	}
+	return st, nil
+}
+
+const (
+	localElections = "elections"
+	localLocks     = "locks"
+	localTermFile  = "term"
+)
+
+func (s *LocalStore) ensureSubdir(sub string) error {
+	if err := s.root.Mkdir(sub, s.dirMode); err == nil {
+		// Mkdir honours the umask; a shared directory needs the group bits.
+		if err := chmodCreatedDir(s.root, sub, s.dirMode); err != nil {
+			return stateDirErrorCause(err, "could not set permissions of %s: %s", s.join(sub), osErrorText(err))
+		}
+		if err := syncDir(s.self); err != nil {
+			return stateDirErrorCause(err, "could not sync %s: %s", s.dir, osErrorText(err))
+		}
+	} else if !errors.Is(err, fs.ErrExist) {
+		return stateDirErrorCause(err, "could not create %s: %s", s.join(sub), osErrorText(err))
+	}
+	fi, err := s.root.Lstat(sub)
+	if err != nil {
+		return stateDirErrorCause(err, "could not inspect %s: %s", s.join(sub), osErrorText(err))
+	}
+	if !fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0 {
+		return stateDirError("%s in the local state directory is not a plain directory", s.join(sub))
+	}
+	return nil
+}
+
+// Close releases the directory handles. Holds, status and watch must have
+// finished.
+func (s *LocalStore) Close() error {
+	var errs []error
+	if s.self != nil {
+		errs = append(errs, s.self.Close())
+	}
+	if s.root != nil {
+		errs = append(errs, s.root.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Dir is the state directory's path.
+func (s *LocalStore) Dir() string { return s.dir }
+
+// Server is the "server" field of events: "local" or the normalised file URL.
+func (s *LocalStore) Server() string { return s.server }
+
+func (s *LocalStore) join(rel string) string {
+	return strings.TrimRight(s.dir, `/\`) + string(os.PathSeparator) + rel
+}
+
+// ValidateLocalName checks an election id or lock name for the local
+// authority (the CLI calls it before starting a hold, status or watch):
+// empty, ".", "..", a name with a "." or ".." path segment or a leading path
+// separator, and names too long once escaped are refused (*UsageError, 64).
+func ValidateLocalName(name string) error {
+	_, err := escapeLocalName(name)
+	return err
+}
+
+// escapeLocalName maps a name to a file-name stem that cannot leave its
+// directory: every byte outside [a-z0-9._-] is percent-encoded (upper-case
+// hex), as is a leading '.'. Upper-case letters are encoded so that names
+// differing only in case stay distinct on case-insensitive file systems
+// (macOS, Windows), and a stem that Windows would take for a device (CON,
+// NUL, COM1, …) gets its first byte encoded. Decoding the result gives the
+// name back, so the mapping is injective.
+func escapeLocalName(name string) (string, error) {
+	if name == "" {
+		return "", usageError(ErrLocalName, "name must not be empty")
+	}
+	if strings.ContainsRune(name, 0) {
+		return "", usageError(ErrLocalName, "name must not contain NUL")
+	}
+	if strings.HasPrefix(name, "/") || strings.HasPrefix(name, `\`) {
+		return "", usageError(ErrLocalName, fmt.Sprintf("name %q would escape the local state directory", name))
+	}
+	for _, seg := range strings.FieldsFunc(name, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg == "." || seg == ".." {
+			return "", usageError(ErrLocalName, fmt.Sprintf("name %q would escape the local state directory", name))
+		}
+	}
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		plain := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' && i > 0
+		if plain {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	s := b.String()
+	if stem, _, _ := strings.Cut(s, "."); windowsDeviceName(stem) {
+		s = fmt.Sprintf("%%%02X", s[0]) + s[1:]
+	}
+	if len(s) > maxEscapedName {
+		return "", usageError(ErrLocalName, fmt.Sprintf("name is too long for the local authority (%d bytes once escaped; at most %d)", len(s), maxEscapedName))
+	}
+	return s, nil
+}
+
+func windowsDeviceName(stem string) bool {
+	switch stem {
+	case "con", "prn", "aux", "nul":
+		return true
+	}
+	if len(stem) == 4 && (strings.HasPrefix(stem, "com") || strings.HasPrefix(stem, "lpt")) {
+		return stem[3] >= '0' && stem[3] <= '9'
+	}
+	return false
+}
+
+func localSubdir(kind Kind) string {
+	if kind == KindLock {
+		return localLocks
+	}
+	return localElections
+}
+
+// localPaths are the root-relative paths of one name's files.
+type localPaths struct{ lock, record, tmp string }
+
+func pathsFor(kind Kind, escaped string) localPaths {
+	base := path.Join(localSubdir(kind), escaped)
+	return localPaths{lock: base + ".lock", record: base + ".holder", tmp: base + ".holder.tmp"}
+}
+
+// createOrOpen opens rel with flag, creating it (O_EXCL, then with the
+// store's mode despite the umask) when it does not exist yet.
+func (s *LocalStore) createOrOpen(rel string, flag int) (*os.File, error) {
+	f, err := s.root.OpenFile(rel, flag|os.O_CREATE|os.O_EXCL, s.fileMode)
+	if err == nil {
+		if err := chmodCreated(f, s.fileMode); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if err := syncDir(s.self); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return f, nil
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	return s.root.OpenFile(rel, flag, 0)
+}
+
+// termWidth is the fixed width of the counter, so every update overwrites
+// the whole value in place with one small write.
+const termWidth = 20
+
+// bumpTerm increments the fencing counter under its own exclusive lock and
+// fsyncs it, so terms strictly increase across holders, elections and locks
+// alike, and restarts. The lock is polled (not waited for) so stop can end
+// the attempt. A counter that is not exactly what we write is corrupt: we
+// fail rather than restart from zero.
+func (s *LocalStore) bumpTerm(stop <-chan struct{}) (uint64, error) {
+	f, err := s.createOrOpen(localTermFile, os.O_RDWR)
+	if err != nil {
+		return 0, fmt.Errorf("open term counter %s: %w", s.join(localTermFile), err)
+	}
+	defer f.Close()
+	for {
+		ok, err := tryLockFile(f, true)
+		if err != nil {
+			return 0, fmt.Errorf("lock term counter %s: %w", s.join(localTermFile), err)
+		}
+		if ok {
+			break
+		}
+		select {
+		case <-stop:
+			return 0, errors.New("gave up waiting for the term counter lock")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	cur, err := readTerm(f)
+	if err != nil {
+		return 0, fmt.Errorf("term counter %s: %w", s.join(localTermFile), err)
+	}
+	if cur == math.MaxUint64 {
+		return 0, fmt.Errorf("term counter %s is exhausted", s.join(localTermFile))
+	}
+	next := cur + 1
+	if _, err := f.WriteAt([]byte(fmt.Sprintf("%0*d\n", termWidth, next)), 0); err != nil {
+		return 0, fmt.Errorf("write term counter %s: %w", s.join(localTermFile), err)
+	}
+	if err := f.Sync(); err != nil {
+		return 0, fmt.Errorf("sync term counter %s: %w", s.join(localTermFile), err)
+	}
+	// Closing f releases the lock.
+	return next, nil
+}
+
+func readTerm(f *os.File) (uint64, error) {
+	buf := make([]byte, termWidth+2)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if n != termWidth+1 || buf[termWidth] != '\n' {
+		return 0, errors.New("is corrupt; refusing to reuse fencing terms")
+	}
+	v, err := strconv.ParseUint(string(buf[:termWidth]), 10, 64)
+	if err != nil {
+		return 0, errors.New("is corrupt; refusing to reuse fencing terms")
+	}
+	return v, nil
+}
+
+// peekTerm reads the counter without its lock, for status displays only.
+func (s *LocalStore) peekTerm() (uint64, bool) {
+	f, err := s.root.Open(localTermFile)
+	if err != nil {
+		return 0, errors.Is(err, fs.ErrNotExist)
+	}
+	defer f.Close()
+	v, err := readTerm(f)
+	return v, err == nil
+}
+
+// localRecord describes the holder of one name, for status and watch, and
+// lets a holder notice that someone else now claims the name.
+type localRecord struct {
+	Kind        string    `json:"kind"`
+	Name        string    `json:"name"`
+	CandidateID *string   `json:"candidate_id,omitempty"`
+	Term        uint64    `json:"term"`
+	PID         int       `json:"pid"`
+	Holder      string    `json:"holder_id"` // random per acquisition: tells two holds of one process apart
+	AcquiredAt  time.Time `json:"acquired_at"`
+	ExpiresAt   time.Time `json:"expires_at"`
+}
+
+func (s *LocalStore) readRecord(rel string) (localRecord, error) {
+	b, err := s.root.ReadFile(rel)
+	if err != nil {
+		return localRecord{}, err
+	}
+	var rec localRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return localRecord{}, fmt.Errorf("holder record %s is malformed: %w", s.join(rel), err)
+	}
+	return rec, nil
+}
+
+// writeRecord replaces the record atomically (write, then rename), so a
+// reader sees the old record or the new one, never a mixture. Only the
+// current lock holder writes it.
+func (s *LocalStore) writeRecord(p localPaths, rec localRecord) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	f, err := s.root.OpenFile(p.tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, s.fileMode)
+	if err != nil {
+		return err
+	}
+	if err := chmodCreated(f, s.fileMode); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return s.root.Rename(p.tmp, p.record)
+}
+
+func newHolderID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// CreateElection makes a new room: a random 32-character URL-safe id, as the
+// server generates (24 random bytes, base64url without padding), and its lock
+// file. Every candidate must then be given this same id.
+func (s *LocalStore) CreateElection() (string, error) {
+	for {
+		var b [24]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", err
+		}
+		id := base64.RawURLEncoding.EncodeToString(b[:])
+		esc, err := escapeLocalName(id)
+		if err != nil {
+			return "", err
+		}
+		f, err := s.root.OpenFile(pathsFor(KindElection, esc).lock, os.O_RDONLY|os.O_CREATE|os.O_EXCL, s.fileMode)
+		if errors.Is(err, fs.ErrExist) {
+			continue // astronomically unlikely; draw again
+		}
+		if err != nil {
+			return "", fmt.Errorf("create election in %s: %w", s.dir, err)
+		}
+		err = chmodCreated(f, s.fileMode)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = syncDir(s.self)
+		}
+		if err != nil {
+			return "", fmt.Errorf("create election in %s: %w", s.dir, err)
+		}
+		return id, nil
+	}
+}

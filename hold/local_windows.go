@@ -1,0 +1,205 @@
+package hold
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/windows"
+)
+
+// defaultLocalDir is %LOCALAPPDATA%\octostore, which inherits the per-user
+// ACL of the profile.
+func defaultLocalDir(env LookupEnv) (string, error) {
+	var v string
+	if env != nil {
+		v, _ = env("LOCALAPPDATA")
+	}
+	if !filepath.IsAbs(v) {
+		return "", usageError(ErrLocalStateDir, "LOCALAPPDATA is not set to an absolute path; use --server file:///C:/path/to/dir")
+	}
+	return filepath.Join(v, "octostore"), nil
+}
+
+// dirFromFileURLPath turns "/C:/dir" (the path of file:///C:/dir) into C:\dir.
+// UNC shares (file://server/share) are refused earlier: they are network
+// file systems.
+func dirFromFileURLPath(p string) (string, bool) {
+	if len(p) >= 3 && p[0] == '/' && p[2] == ':' {
+		p = p[1:]
+	}
+	dir := filepath.Clean(filepath.FromSlash(p))
+	if !filepath.IsAbs(dir) || strings.HasPrefix(dir, `\\`) {
+		return "", false
+	}
+	return dir, true
+}
+
+// fileURLPath is the URL path of a directory: C:\dir → /C:/dir.
+func fileURLPath(dir string) string { return "/" + filepath.ToSlash(dir) }
+
+// Access rights that let a trustee change what a directory contains. For a
+// directory FILE_WRITE_DATA is FILE_ADD_FILE and FILE_APPEND_DATA is
+// FILE_ADD_SUBDIRECTORY; x/sys has no name for FILE_DELETE_CHILD (0x40).
+const (
+	fileDeleteChild = 0x40
+	dirWriteMask    = windows.FILE_WRITE_DATA | windows.FILE_APPEND_DATA | fileDeleteChild |
+		windows.DELETE | windows.WRITE_DAC | windows.WRITE_OWNER | windows.GENERIC_WRITE | windows.GENERIC_ALL
+)
+
+// checkStateDirOwnership reads the opened directory's security descriptor. A
+// private store must be owned by this user (or by Administrators when this
+// token belongs to them, since elevated tokens create objects owned by that
+// group); no store may let Everyone, Anonymous, Authenticated Users or Users
+// change its contents — Windows has no sticky bit to make that safe.
+func checkStateDirOwnership(d *os.File, dir string, shared bool) error {
+	sd, err := windows.GetSecurityInfo(windows.Handle(d.Fd()), windows.SE_FILE_OBJECT,
+		windows.OWNER_SECURITY_INFORMATION|windows.DACL_SECURITY_INFORMATION)
+	if err != nil {
+		return stateDirErrorCause(err, "could not read the security of local state directory %s: %s", dir, osErrorText(err))
+	}
+	if !shared {
+		owner, _, err := sd.Owner()
+		if err != nil {
+			return stateDirErrorCause(err, "could not read the owner of local state directory %s: %s", dir, osErrorText(err))
+		}
+		ok, err := ownedByCurrentUser(owner)
+		if err != nil {
+			return stateDirErrorCause(err, "could not identify the current user: %s", osErrorText(err))
+		}
+		if !ok {
+			return stateDirError("local state directory %s is owned by another user (%s); refusing it", dir, owner.String())
+		}
+	}
+	dacl, _, err := sd.DACL()
+	if err != nil {
+		return stateDirErrorCause(err, "could not read the access list of local state directory %s: %s", dir, osErrorText(err))
+	}
+	if dacl == nil {
+		// A NULL DACL grants everyone full control.
+		return stateDirError("local state directory %s has no access list (everyone may change it); refusing it", dir)
+	}
+	broad := []windows.WELL_KNOWN_SID_TYPE{windows.WinWorldSid, windows.WinAnonymousSid,
+		windows.WinAuthenticatedUserSid, windows.WinBuiltinUsersSid}
+	for i := uint32(0); i < uint32(dacl.AceCount); i++ {
+		var ace *windows.ACCESS_ALLOWED_ACE
+		if err := windows.GetAce(dacl, i, &ace); err != nil {
+			return stateDirErrorCause(err, "could not read the access list of local state directory %s: %s", dir, osErrorText(err))
+		}
+		if ace.Header.AceType != windows.ACCESS_ALLOWED_ACE_TYPE || ace.Header.AceFlags&windows.INHERIT_ONLY_ACE != 0 ||
+			ace.Mask&dirWriteMask == 0 {
+			continue
+		}
+		sid := (*windows.SID)(unsafe.Pointer(&ace.SidStart))
+		for _, t := range broad {
+			if sid.IsWellKnown(t) {
+				return stateDirError("local state directory %s is writable by %s; refusing it", dir, sid.String())
+			}
+		}
+	}
+	return nil
+}
+
+func ownedByCurrentUser(owner *windows.SID) (bool, error) {
+	token := windows.GetCurrentProcessToken()
+	user, err := token.GetTokenUser()
+	if err != nil {
+		return false, err
+	}
+	if owner.Equals(user.User.Sid) {
+		return true, nil
+	}
+	if !owner.IsWellKnown(windows.WinBuiltinAdministratorsSid) {
+		return false, nil
+	}
+	admins, err := windows.CreateWellKnownSid(windows.WinBuiltinAdministratorsSid)
+	if err != nil {
+		return false, err
+	}
+	return token.IsMember(admins)
+}
+
+// checkReliableLocks refuses a directory on a remote drive (SMB shares,
+// mapped drives): byte-range locks there are enforced by the server and lost
+// when the connection drops.
+func checkReliableLocks(_ *os.File, dir string) error {
+	p, err := windows.UTF16PtrFromString(dir)
+	if err != nil {
+		return stateDirError("local state directory %s is not a valid path", dir)
+	}
+	buf := make([]uint16, windows.MAX_LONG_PATH)
+	if err := windows.GetVolumePathName(p, &buf[0], uint32(len(buf))); err != nil {
+		return stateDirErrorCause(err, "could not find the volume of %s: %s", dir, osErrorText(err))
+	}
+	if windows.GetDriveType(&buf[0]) == windows.DRIVE_REMOTE {
+		return stateDirError("local state directory %s is on a network drive where file locks are not reliable; refusing it", dir)
+	}
+	return nil
+}
+
+// lockOffset puts the locked byte far beyond any content: LockFileEx locks
+// are mandatory, and a lock on real bytes would make other processes' reads
+// of those bytes fail.
+const lockOffset = 1 << 62
+
+func lockOverlapped() *windows.Overlapped {
+	return &windows.Overlapped{Offset: uint32(lockOffset & 0xFFFFFFFF), OffsetHigh: uint32(lockOffset >> 32)}
+}
+
+// tryLockFile takes LockFileEx (exclusive or shared) on one byte without
+// waiting; the kernel drops it when the holder's handle closes or the holder
+// dies.
+func tryLockFile(f *os.File, exclusive bool) (bool, error) {
+	flags := uint32(windows.LOCKFILE_FAIL_IMMEDIATELY)
+	if exclusive {
+		flags |= windows.LOCKFILE_EXCLUSIVE_LOCK
+	}
+	err := windows.LockFileEx(windows.Handle(f.Fd()), flags, 0, 1, 0, lockOverlapped())
+	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) || errors.Is(err, windows.ERROR_IO_PENDING) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func unlockFile(f *os.File) error {
+	return windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, lockOverlapped())
+}
+
+// fileLinks is the open file's link count (GetFileInformationByHandle): 0
+// once it was deleted. The ownership proof then compares this handle's file
+// ID with the path's (os.SameFile, which uses the volume serial number and
+// file index from GetFileInformationByHandle).
+func fileLinks(f *os.File) (uint64, error) {
+	var info windows.ByHandleFileInformation
+	if err := windows.GetFileInformationByHandle(windows.Handle(f.Fd()), &info); err != nil {
+		return 0, err
+	}
+	return uint64(info.NumberOfLinks), nil
+}
+
+// processAlive reports whether pid names a process that has not exited; a
+// process we may not open counts as alive.
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	h, err := windows.OpenProcess(windows.SYNCHRONIZE|windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(pid))
+	if err != nil {
+		return errors.Is(err, windows.ERROR_ACCESS_DENIED)
+	}
+	defer windows.CloseHandle(h)
+	ev, err := windows.WaitForSingleObject(h, 0)
+	return err != nil || ev == uint32(windows.WAIT_TIMEOUT)
+}
+
+// syncDir: NTFS journals directory entries itself, and FlushFileBuffers on a
+// directory handle needs write access Go's directory handles lack.
+func syncDir(*os.File) error { return nil }
+
+// Modes are meaningless on Windows: files inherit the directory's ACL.
+func chmodCreated(*os.File, fs.FileMode) error { return nil }
+
+func chmodCreatedDir(*os.Root, string, fs.FileMode) error { return nil }
