@@ -1,4 +1,4 @@
-//go:build !linux && !darwin
+//go:build !linux && !darwin && !windows
 
 package pidfile
 
@@ -8,5 +8,5 @@ import (
 )
 
 func selfStart() (uint64, error) {
-	return 0, fmt.Errorf("pidfile start times need Linux or macOS: %w", errors.ErrUnsupported)
+	return 0, fmt.Errorf("pidfile start times need Linux, macOS or Windows: %w", errors.ErrUnsupported)
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // selfStart is platform.Proc.StartTicks of the calling process: clock ticks
-// since boot on Linux, ms since the epoch on macOS.
+// since boot on Linux, microseconds since the epoch on macOS.
 func selfStart() (uint64, error) {
 	p, err := platform.NewProcReader().Stat(os.Getpid())
 	if err != nil {

@@ -86,6 +86,34 @@
 //	                        SIGTERM/SIGINT/SIGHUP from birth (see below). For
 //	                        benchmarks that need thousands of processes
 //
+// Windows modes (refused elsewhere; the Unix-only modes above are refused on
+// Windows, where console control events take the place of signals):
+//
+//	--detached              spawn a child (detacher) that spawns a grandchild
+//	                        (detached) with DETACHED_PROCESS, no console, so no
+//	                        console control event reaches it, then exits
+//	--orphan                the same with an ordinary grandchild (orphaner,
+//	                        orphan) in the worker's console: Windows keeps no
+//	                        parent link, so only a job still holds it
+//	--new-group             spawn a child (newgroup) with
+//	                        CREATE_NEW_PROCESS_GROUP, out of reach of a
+//	                        CTRL_BREAK sent to the worker's group
+//	--breakaway             first of all spawns, try a child (breakaway) with
+//	                        CREATE_BREAKAWAY_FROM_JOB; a job without
+//	                        BREAKAWAY_OK refuses it, and the worker then writes
+//	                        "escaper: breakaway refused: ERR" on stderr (and
+//	                        "breakaway refused: ERR" to --log) and exits 75;
+//	                        outside a job, or in a job that allows it, the
+//	                        child runs and the worker goes on
+//	--ignore-console        ignore CTRL_C and CTRL_BREAK here and in every
+//	                        spawned process (a console handler that claims
+//	                        them, installed first thing in each process)
+//
+// --storm N is the Windows spawn storm too, and --child, --double-fork,
+// --tree, --pidfile (START is the creation time, 100 ns since 1601), --log,
+// --marker, --touch-ready, --exit and --term-exits (on CTRL_C, CTRL_BREAK or
+// CTRL_CLOSE) work there as described.
+//
 // Order of a worker run: "started" log line; --setsid/--setpgid; signal
 // setup; pidfile line; --env-out; --stdout-forge; --tamper; spawns (with
 // the --setuid wait, and the --tree wait before the --light-tree
@@ -125,7 +153,8 @@
 //
 // Exit codes: 64 for bad flags (one line on stderr) and for modes this OS
 // does not support (--migrate-cgroup needs Linux, --light-tree Linux or
-// macOS, the session, group, signal, /proc and identity modes a Unix); 70
+// macOS, the session, group, signal, /proc and identity modes a Unix, the
+// Windows modes Windows); 75 when --breakaway was refused; 70
 // when a requested action fails at run time (a --light-tree fork, say, but
 // not a refused cgroup move or setuid, which are logged); --exit CODE; 0
 // after --term-exits handled a signal.

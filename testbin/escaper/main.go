@@ -48,11 +48,19 @@ const usage = `usage: escaper [flags]   (no arguments: flags from $ESCAPER_ARGS,
   --migrate-log PATH      where that child appends "migrate ok DEST"/"migrate fail DEST: err" (required)
   --setuid UID            spawn a child that calls setgroups([]), setgid(UID), setuid(UID)
   --light-tree N          start N /bin/sleep 3600 children, recorded as "PID START light"
+  --detached              (Windows) child spawns a DETACHED_PROCESS grandchild (detached), child exits
+  --orphan                (Windows) child spawns a grandchild (orphan) in the same console, child exits
+  --new-group             (Windows) spawn a child (newgroup) with CREATE_NEW_PROCESS_GROUP
+  --breakaway             (Windows) spawn a child with CREATE_BREAKAWAY_FROM_JOB; if refused exit 75
+  --ignore-console        (Windows) ignore CTRL_C/CTRL_BREAK here and in every spawned process
 `
 
 const (
 	exitUsage    = 64
 	exitSoftware = 70
+	// exitBreakawayRefused: --breakaway asked to leave the job and Windows
+	// said no, which is what a containing job must do.
+	exitBreakawayRefused = 75
 	// childFlag selects the hidden spawned-process mode; it is honoured only
 	// as the very first command-line argument.
 	childFlag = "--escaper-child="
@@ -83,6 +91,9 @@ type options struct {
 	setuid                   int
 	setuidSet                bool
 	lightTree                int
+	// Windows modes
+	detached, orphan, newGroup bool
+	breakaway, ignoreConsole   bool
 }
 
 func main() {
@@ -139,6 +150,11 @@ func parseArgs(args []string) (*options, error) {
 	fs.BoolVar(&o.nohup, "nohup", false, "")
 	fs.IntVar(&o.tree, "tree", 0, "")
 	fs.IntVar(&o.storm, "storm", 0, "")
+	fs.BoolVar(&o.detached, "detached", false, "")
+	fs.BoolVar(&o.orphan, "orphan", false, "")
+	fs.BoolVar(&o.newGroup, "new-group", false, "")
+	fs.BoolVar(&o.breakaway, "breakaway", false, "")
+	fs.BoolVar(&o.ignoreConsole, "ignore-console", false, "")
 	fs.IntVar(&o.zombies, "zombies", 0, "")
 	fs.BoolVar(&o.migrateCgroup, "migrate-cgroup", false, "")
 	fs.StringVar(&o.migrateLog, "migrate-log", "", "")
@@ -167,7 +183,14 @@ func parseArgs(args []string) (*options, error) {
 			return nil, err
 		}
 	}
+	if o.ignoreConsole {
+		// The Windows spelling of --ignore-signals: console control events
+		// are what Windows has instead of signals.
+		o.ignoreSignals = true
+	}
 	switch {
+	case o.termExits && o.ignoreConsole:
+		return nil, errors.New("--term-exits and --ignore-console contradict each other")
 	case o.termExits && o.ignoreSignals:
 		return nil, errors.New("--term-exits and --ignore-signals contradict each other")
 	case o.exitSet && (o.exitCode < 0 || o.exitCode > 255):
@@ -193,6 +216,11 @@ func parseArgs(args []string) (*options, error) {
 		"join-group", "nohup", "tamper", "zombies", "ignore-signals", "setuid"}
 	for _, n := range unixOnly {
 		if set[n] && !unixModes {
+			return nil, fmt.Errorf("--%s: %w", n, errUnsupported)
+		}
+	}
+	for _, n := range []string{"detached", "orphan", "new-group", "breakaway", "ignore-console"} {
+		if set[n] && !windowsModes {
 			return nil, fmt.Errorf("--%s: %w", n, errUnsupported)
 		}
 	}
@@ -325,6 +353,28 @@ func spawnAll(o *options) {
 	}
 	reap := func(cmd *exec.Cmd) { go func() { _ = cmd.Wait() }() }
 
+	if o.breakaway {
+		// First, so that a refusal ends the worker before it spawned
+		// anything else.
+		cmd, err := spawn("breakaway", c, 0)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "escaper: breakaway refused: %v\n", err)
+			if o.logPath != "" {
+				_ = appendLine(o.logPath, fmt.Sprintf("breakaway refused: %v\n", err))
+			}
+			os.Exit(exitBreakawayRefused)
+		}
+		reap(cmd)
+	}
+	if o.detached {
+		reap(start("detacher", 0))
+	}
+	if o.orphan {
+		reap(start("orphaner", 0))
+	}
+	if o.newGroup {
+		reap(start("newgroup", 0))
+	}
 	if o.child {
 		reap(start("child", 0))
 	}
@@ -521,6 +571,7 @@ func command(role string, c conf, budget int, extra ...string) (*exec.Cmd, error
 	}
 	cmd := exec.Command(exe, append(args, extra...)...)
 	cmd.Args[0] = os.Args[0]
+	roleAttrs(cmd, role)
 	return cmd, nil
 }
 
@@ -528,6 +579,8 @@ var childRoles = map[string]bool{
 	"child": true, "daemonizer": true, "daemon": true, "forker": true,
 	"grandchild": true, "pgchild": true, "host": true, "nohup": true,
 	"tree": true, "storm": true, "zombie": true, "migrant": true, "setuid": true,
+	"detacher": true, "detached": true, "orphaner": true, "orphan": true,
+	"newgroup": true, "breakaway": true,
 }
 
 func runChild(role string, args []string) int {
@@ -603,11 +656,9 @@ func runChild(role string, args []string) int {
 	switch role {
 	case "zombie":
 		return 0
-	case "daemonizer", "forker":
-		next := "daemon"
-		if role == "forker" {
-			next = "grandchild"
-		}
+	case "daemonizer", "forker", "detacher", "orphaner":
+		next := map[string]string{"daemonizer": "daemon", "forker": "grandchild",
+			"detacher": "detached", "orphaner": "orphan"}[role]
 		// Classic daemonize: start the grandchild and exit without waiting,
 		// so it is reparented away from the worker's tree.
 		if _, err := spawn(next, c, 0); err != nil {

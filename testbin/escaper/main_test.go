@@ -379,6 +379,11 @@ func TestBadFlags(t *testing.T) {
 		{"negative light-tree", nil, []string{"--light-tree", "-1"}},
 		{"migrant without log", nil, []string{"--escaper-child=migrant"}},
 		{"setuid child without uid", nil, []string{"--escaper-child=setuid"}},
+		{"windows detached", nil, []string{"--detached"}},
+		{"windows orphan", nil, []string{"--orphan"}},
+		{"windows new-group", nil, []string{"--new-group"}},
+		{"windows breakaway", nil, []string{"--breakaway"}},
+		{"windows ignore-console", nil, []string{"--ignore-console"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -90,6 +90,10 @@
 // acquired event was emitted, uncertain emits uncertain with reason_code
 // release_unconfirmed, exit prints nothing, none keeps running. SIGHUP keeps
 // its default (death), as in the real hold, unless --ignore-signals.
+// Windows has console control events instead, mapped as the supervisor maps
+// them: CTRL_C acts as SIGINT (130), CTRL_BREAK and CTRL_CLOSE as SIGTERM
+// (143); --ignore-signals claims and drops all three. The descendant there
+// ignores them the same way and has NUL for stdio.
 //
 // Every line is written with one write(2) on fd 1 so it reaches the
 // supervisor at once and is never interleaved with a signal-time event.
@@ -98,7 +102,8 @@
 // while its descendant survives.
 //
 // Exit codes: 64 for bad flags or steps and for a mode this OS does not
-// support (pidfile start times and descendants need Linux or macOS; budget
+// support (pidfile start times and descendants need Linux, macOS or Windows,
+// where START is the creation time in 100 ns units since 1601; budget
 // needs a continuous clock); 3 for a waitfile timeout; exit:CODE; 143/130 on
 // signals.
 package main

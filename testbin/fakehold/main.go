@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/octostore-supervisor/supervisor/internal/pidfile"
@@ -312,35 +310,6 @@ func (h *hold) runStep(s step) {
 	case stepForever:
 		blockForever()
 	}
-}
-
-func (h *hold) installSignals() {
-	cfg := h.cfg
-	ch := make(chan os.Signal, 4)
-	if cfg.ignoreSignals || cfg.onTerm == "none" {
-		// signal.Notify instead of signal.Ignore: an ignored disposition
-		// would be inherited across exec by anything this hold spawns,
-		// whereas a caught one is reset to the default.
-		sigs := []os.Signal{syscall.SIGTERM, syscall.SIGINT}
-		if cfg.ignoreSignals {
-			sigs = append(sigs, syscall.SIGHUP)
-		}
-		signal.Notify(ch, sigs...)
-		go func() {
-			for range ch {
-			}
-		}()
-		return
-	}
-	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
-	go func() {
-		sig := <-ch
-		code := 143
-		if sig == syscall.SIGINT {
-			code = 130
-		}
-		h.onSignal(code)
-	}()
 }
 
 // onSignal mirrors the real hold's shutdown: it reports the outcome of its
