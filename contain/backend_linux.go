@@ -21,6 +21,8 @@ var ErrBackend = errors.New("containment unavailable")
 func ResolveBackend(req BackendRequest) (Backend, error) {
 	switch req.Containment {
 	case "", "auto", BackendCgroup, BackendProcessGroup:
+	case BackendJob:
+		return Backend{}, fmt.Errorf("%w: the job backend needs Windows", ErrBackend)
 	default:
 		return Backend{}, fmt.Errorf("%w: unknown --containment %q (auto, cgroup, process-group)", ErrBackend, req.Containment)
 	}

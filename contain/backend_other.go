@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !windows
 
 package contain
 
@@ -20,6 +20,8 @@ func ResolveBackend(req BackendRequest) (Backend, error) {
 		return Backend{Name: BackendProcessGroup, Note: "the only backend on this platform"}, nil
 	case BackendCgroup:
 		return Backend{}, fmt.Errorf("%w: the cgroup backend needs Linux", ErrBackend)
+	case BackendJob:
+		return Backend{}, fmt.Errorf("%w: the job backend needs Windows", ErrBackend)
 	}
 	return Backend{}, fmt.Errorf("%w: unknown --containment %q (auto, cgroup, process-group)", ErrBackend, req.Containment)
 }

@@ -81,6 +81,10 @@ type Report struct {
 	Killed      int        `json:"killed"`
 	DurationMs  int64      `json:"duration_ms"`
 	Survivors   []Survivor `json:"survivors,omitempty"`
+	// Limit says what the proof cannot cover on this platform (macOS: a
+	// process that left the group, its session and our parent chain unseen).
+	// Empty, and so absent from the JSON, where nothing escapes the proof.
+	Limit string `json:"limit,omitempty"`
 
 	CPUMicros       uint64 `json:"cpu_usec,omitempty"`          // cgroup: CPU time of the whole group
 	MemoryPeakBytes uint64 `json:"memory_peak_bytes,omitempty"` // cgroup with the memory controller
@@ -96,6 +100,9 @@ type Survivor struct {
 func (r *Report) merge(o Report) {
 	if r.Backend == "" {
 		r.Backend = o.Backend
+	}
+	if r.Limit == "" {
+		r.Limit = o.Limit
 	}
 	r.Killed += o.Killed
 	r.DurationMs = max(r.DurationMs, o.DurationMs)

@@ -15,12 +15,6 @@ import (
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
-// Group names on the wire.
-const (
-	groupHold   = "hold"
-	groupWorker = "worker"
-)
-
 // guardian owns the containers and the armed deadline. It runs in its own session
 // so a signal to the caller's process group cannot reach it, and it is the
 // supervisor's only child: if the supervisor dies its socket reads EOF and the
@@ -33,11 +27,8 @@ type guardian struct {
 	mu     sync.Mutex // held by the reaper around each wait; see signalShim
 	groups map[string]*shimGroup
 
-	gen     uint64
-	fireMs  int64
-	killMs  int64
-	expired bool
-	timer   *platform.ContinuousTimer
+	armedDeadline
+	timer *platform.ContinuousTimer
 
 	backend Backend
 	cg      *cgroupRun // cgroup backend: the run's leaves, one per group
@@ -55,6 +46,7 @@ type shimGroup struct {
 	exitFwd bool          // the program's exit was forwarded to the supervisor
 	exit    *msg          // the program's exit report, taken during a teardown
 	report  Report
+	fam     *family // macOS: the group followed beyond parent links; nil on Linux
 }
 
 // GuardianMain is the guardian process. Descriptors: 3 the supervisor's socket,
@@ -172,6 +164,7 @@ func (g *guardian) spawnShim(name string, out, errf *os.File, init msg) (*shimGr
 	grp := &shimGroup{name: name, pid: pid, conn: newConn(mine), gone: make(chan struct{})}
 	if err == nil {
 		g.groups[name] = grp
+		grp.fam = trackFamily(pid, &g.mu, grp.gone) // while pid is surely our unreaped shim
 	}
 	g.mu.Unlock()
 	theirs.Close()
@@ -297,17 +290,8 @@ func (g *guardian) arm(m msg) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case g.expired:
-		return errors.New("the authority deadline already expired")
-	case m.Gen != g.gen+1:
-		return fmt.Errorf("deadline generation %d does not follow %d", m.Gen, g.gen)
-	case m.FireMs <= now:
-		return errors.New("the deadline is already in the past")
-	case m.KillMs < m.FireMs:
-		return errors.New("the kill time precedes the deadline")
-	case g.gen > 0 && g.fireMs <= now:
-		return errors.New("the previous deadline already passed")
+	if err := g.check(now, m.Gen, m.FireMs, m.KillMs); err != nil {
+		return err
 	}
 	if err := g.timer.Set(m.FireMs); err != nil {
 		return err
@@ -351,18 +335,9 @@ func (g *guardian) startWorker(m msg) (int, error) {
 	}
 }
 
-// termUntil is when a group's graceful TERM ends: the grace from now, but for the
-// worker never later than the armed kill time, so a late stop gains no extra time.
+// termUntil is when a group's graceful TERM ends (armedDeadline.stopBy).
 func (g *guardian) termUntil(grp *shimGroup) time.Time {
-	until := time.Now().Add(g.grace)
-	if grp.name == groupWorker && g.gen > 0 {
-		if now, err := platform.ContinuousMillis(); err == nil {
-			if kill := time.Now().Add(time.Duration(g.killMs-now) * time.Millisecond); kill.Before(until) {
-				until = kill
-			}
-		}
-	}
-	return until
+	return g.stopBy(grp.name, g.grace)
 }
 
 // expire runs when the armed deadline fires: the worker group is contained on the
@@ -407,6 +382,7 @@ func (g *guardian) rootOf(grp *shimGroup) (int, []int) {
 // sweep touches only grp, so containAll may run one per group concurrently.
 func (g *guardian) sweep(grp *shimGroup, root int, skip []int, termUntil time.Time) Report {
 	s := newSweeper()
+	s.family = grp.fam
 	if l := g.leafOf(grp); l != nil {
 		s.backend, s.container, s.members = BackendCgroup, l.killAndWait, l.members
 	}
@@ -512,6 +488,7 @@ func (g *guardian) forward(grp *shimGroup, sig syscall.Signal) {
 		return
 	}
 	s := newSweeper()
+	s.family = grp.fam
 	if live, err := s.alive(grp.pid, nil); err == nil {
 		_ = s.signalAll(live, sig)
 	}

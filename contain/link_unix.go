@@ -12,9 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// errGuardianLost means the guardian died, froze or stopped answering.
-var errGuardianLost = errors.New("the guardian process is unavailable")
-
 // link is the supervisor's side of its socket to the guardian. Requests are made
 // one at a time from the lifecycle goroutine; notifications arrive on notes.
 type link struct {

@@ -61,15 +61,27 @@ func absorbSignals() {
 // whenever SIGCHLD arrives and hands each status to watch. Each wait4 and its watch
 // call run under lock, so code that signals a child by pid under the same lock
 // knows the pid is still unreaped and cannot have been recycled. Nothing else in
-// the process may call wait.
+// the process may call wait. Where the kernel has no pidfd and no cgroup (macOS)
+// a child that leads a group or session with live members is kept as a zombie
+// until they are gone (newChildReaper, leaderReaper).
 func reaper(lock sync.Locker, watch func(pid int, ws unix.WaitStatus)) {
+	reapWith(lock, watch, newChildReaper())
+}
+
+// reapAny is the shim's reaper: its only child is its group's program, whose
+// exit is reported when it happens, even if the program made itself a leader.
+func reapAny(lock sync.Locker, watch func(pid int, ws unix.WaitStatus)) {
+	reapWith(lock, watch, anyChild{})
+}
+
+func reapWith(lock sync.Locker, watch func(pid int, ws unix.WaitStatus), cr childReaper) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGCHLD)
 	reapOne := func() bool {
 		lock.Lock()
 		defer lock.Unlock()
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		pid, err := cr.next(&ws)
 		if pid <= 0 || err != nil {
 			return false
 		}
@@ -82,7 +94,11 @@ func reaper(lock sync.Locker, watch func(pid int, ws unix.WaitStatus)) {
 	}
 	go func() {
 		reap() // children that died before Notify took effect
-		for range ch {
+		for {
+			select {
+			case <-ch:
+			case <-cr.retry(): // a kept leader's group may have emptied
+			}
 			reap()
 		}
 	}()

@@ -4,9 +4,6 @@ package contain
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,38 +12,13 @@ import (
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
-// RunConfig is one `octostore-supervisor run`: any command, no authority.
-type RunConfig struct {
-	Argv       []string // absolute path of the program, then its arguments
-	Env        []string
-	Backend    Backend
-	Grace      time.Duration
-	ProofBound time.Duration
-	Timeout    time.Duration // 0: none
-	JSON       bool          // print one summary line on stdout at the end
-	Stdout     io.Writer
-	Stderr     io.Writer
-}
-
-// RunSummary is the --json line.
-type RunSummary struct {
-	SchemaVersion int    `json:"schema_version"`
-	Source        string `json:"source"`
-	Event         string `json:"event"`
-	ExitCode      int    `json:"exit_code"`
-	TimedOut      bool   `json:"timed_out,omitempty"`
-	Containment   Report `json:"containment"`
-}
-
 // Run starts cfg.Argv in a fresh container, forwards INT/TERM/HUP to the whole
 // container, and when the main process exits (or the timeout passes) kills
 // everything left in the container and proves it empty. It returns the
 // command's status (128+signal when signalled), or 70 when emptiness could not
 // be proven. This is what a CI runner wraps each job step in.
 func Run(ctx context.Context, cfg RunConfig) int {
-	say := func(format string, args ...any) {
-		fmt.Fprintf(cfg.Stderr, "octostore-supervisor: "+format+"\n", args...)
-	}
+	say := cfg.say
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
@@ -138,17 +110,5 @@ wait:
 		l.kill()
 	}
 	rep.DurationMs = time.Since(began).Milliseconds()
-	if !rep.ProvenEmpty {
-		for _, s := range rep.Survivors {
-			say("survivor: pid %d state %s command %q", s.Pid, s.State, s.Command)
-		}
-		say("containment could not be proved")
-		code = ExitSoftware
-	}
-	if cfg.JSON {
-		rep.Survivors = nil
-		b, _ := json.Marshal(RunSummary{SchemaVersion: 1, Source: "octostore-supervisor", Event: "run", ExitCode: code, TimedOut: timedOut, Containment: rep})
-		_, _ = cfg.Stdout.Write(append(b, '\n'))
-	}
-	return code
+	return finishRun(cfg, code, timedOut, rep)
 }

@@ -2,26 +2,82 @@ package contain
 
 import (
 	"context"
-	"fmt"
-	"io"
+	"os"
 	"time"
+
+	"github.com/octostore-supervisor/supervisor/platform"
 )
 
-// RunConfig is one `octostore-supervisor run`.
-type RunConfig struct {
-	Argv       []string
-	Env        []string
-	Backend    Backend
-	Grace      time.Duration
-	ProofBound time.Duration
-	Timeout    time.Duration
-	JSON       bool
-	Stdout     io.Writer
-	Stderr     io.Writer
-}
+// Run starts cfg.Argv in a fresh job object (born inside, KILL_ON_JOB_CLOSE,
+// breakaway off) as the root of a new console process group, forwards the
+// supervisor's console control events to that group as CTRL_BREAK_EVENT, and
+// when the main process exits (or the timeout passes) stops everything left in
+// the job (CTRL_BREAK_EVENT, grace, TerminateJobObject) and proves it empty from
+// the job's accounting. It returns the command's exit status, or 70 when
+// emptiness could not be proven. If the supervisor itself is killed, the kernel
+// kills the job with its last handle.
+func Run(ctx context.Context, cfg RunConfig) int {
+	say := cfg.say
+	sigs := make(chan os.Signal, 4)
+	stopSignals := catchSignals(sigs, cfg.Stderr)
+	defer stopSignals()
+	say("containment: %s", cfg.Backend)
 
-// Run refuses on Windows until the job-object backend exists.
-func Run(_ context.Context, cfg RunConfig) int {
-	fmt.Fprintln(cfg.Stderr, "octostore-supervisor: Windows job-object containment is not available in this build yet; refusing to run a command")
-	return ExitUsage
+	began := time.Now()
+	g, err := newJobGroup(groupWorker, platform.JobLimits{MaxProcesses: uint32(cfg.Backend.PidMax)})
+	if err != nil {
+		say("%v", err)
+		return ExitSoftware
+	}
+	defer g.close()
+	if !g.job.LimitsVerified() {
+		say("this kernel returns no job limits to read back (Wine): KILL_ON_JOB_CLOSE and breakaway off are set but unverified")
+	}
+	exited := make(chan int, 1)
+	g.mu.Lock()
+	err = g.startLocked(platform.ProcSpec{Argv: cfg.Argv, Env: cfg.Env, Stdout: os.Stdout, Stderr: os.Stderr},
+		func(code int) { exited <- code })
+	g.mu.Unlock()
+	if err != nil {
+		say("%v", err)
+		rep := g.teardown(time.Now(), cfg.ProofBound, cfg.Stderr)
+		rep.DurationMs = time.Since(began).Milliseconds()
+		return finishRun(cfg, ExitSoftware, false, rep)
+	}
+	var timeout <-chan time.Time
+	if cfg.Timeout > 0 {
+		t := time.NewTimer(cfg.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	code, timedOut := ExitSoftware, false
+wait:
+	for {
+		select {
+		case code = <-exited:
+			break wait
+		case s := <-sigs:
+			// The command decides what an interrupt means. Its group cannot
+			// receive CTRL_C_EVENT (Windows disables it in a new group), so
+			// every event is forwarded as CTRL_BREAK_EVENT.
+			if err := platform.CtrlBreak(g.proc.Pid); err != nil {
+				say("forwarding %v: %v", s, err)
+			}
+		case <-timeout:
+			say("the command ran past --timeout %v; stopping it", cfg.Timeout)
+			timedOut = true
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	rep := g.teardown(time.Now().Add(cfg.Grace), cfg.ProofBound, cfg.Stderr)
+	if timedOut {
+		// The main process died in the teardown: its status is the command's.
+		if c, ok := g.exitStatus(time.Second); ok {
+			code = c
+		}
+	}
+	rep.DurationMs = time.Since(began).Milliseconds()
+	return finishRun(cfg, code, timedOut, rep)
 }

@@ -36,7 +36,7 @@ func ShimMain() int {
 		code, sig := exitCodeOf(ws)
 		_ = c.send(msg{Op: opExited, Code: code, Signal: sig, Pid: pid})
 	}}
-	reaper(&w.mu, w.reaped)
+	reapAny(&w.mu, w.reaped)
 
 	in := c.pump()
 	var prog msg
@@ -73,6 +73,7 @@ func ShimMain() int {
 	}
 	// The guardian is gone (or told us to go): nothing may outlive this group.
 	s := newSweeper()
+	s.family = ownFamily()
 	if prog.Leaf != "" {
 		l := &leaf{dir: prog.Leaf}
 		s.container = func(proof time.Duration) ([]int, bool, error) { return killLeafDir(l.dir, proof) }

@@ -3,17 +3,10 @@
 package contain
 
 import (
-	"bufio"
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -21,392 +14,95 @@ import (
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
-type causeKind int
-
-const (
-	causeTerminal     causeKind = iota // the hold sent released/lost/uncertain/error
-	causeInvalid                       // the stream broke the protocol: 70
-	causeDoubt                         // authority stale, unusable or unarmable: 20
-	causeExpired                       // the guardian's deadline fired: 20
-	causeHoldEnded                     // the hold ended without a terminal event: 70
-	causeWorkerExited                  // the worker's main process exited
-	causeSignal                        // INT/TERM/HUP to the supervisor
-	causeGuardianLost                  // the guardian died or stopped answering
-)
-
-// cause is why a run stops.
-type cause struct {
-	kind       causeKind
-	msg        string        // one line for stderr
-	ev         *events.Event // causeTerminal: the hold's terminal event
-	sig        syscall.Signal
-	workerCode int
-}
-
-func causeFrom(err error) cause {
-	if errors.Is(err, events.ErrDoubt) {
-		return cause{kind: causeDoubt, msg: err.Error()}
-	}
-	return cause{kind: causeInvalid, msg: err.Error()}
-}
-
-type lineMsg struct {
-	line []byte
-	err  error
-}
-
-// run is one supervised hold. All lifecycle state is here, in memory.
-type run struct {
-	cfg       Config
-	diag      io.Writer
-	stream    *events.Stream
-	link      *link
-	lines     chan lineMsg
-	linesDone bool
-	sigs      chan os.Signal
-	readyDir  string
-	readyFile string
-	runName   string // cgroup backend: this run's directory below the parent
-
-	gen           uint64 // armed deadline generation; > 0 once authority started
-	deadline      events.Deadline
-	holdGone      <-chan time.Time // set when the hold's process exited
-	backstop      *platform.ContinuousTimer
-	backstopFired chan struct{}
-}
-
-// Supervise runs one supervised hold to the end and returns the exit code.
-func Supervise(ctx context.Context, cfg Config) int {
-	r := &run{cfg: cfg, diag: cfg.Stderr, stream: events.NewStream(events.Expect{Kind: cfg.Kind, Name: cfg.Name, Candidate: cfg.Candidate}),
-		lines: make(chan lineMsg), sigs: make(chan os.Signal, 4), backstopFired: make(chan struct{}, 1)}
-	// Signals are caught before anything starts, so none can kill the supervisor
-	// half way and leave the guardian to guess.
-	signal.Notify(r.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(r.sigs)
+// catchSignals routes INT/TERM/HUP to sigs and keeps every other catchable
+// signal from killing the supervisor; the returned func stops the routing.
+func catchSignals(sigs chan os.Signal, _ io.Writer) func() {
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	absorbSignals() // USR1/USR2/QUIT/PIPE must not kill us either
-	defer r.cleanup()
-	if err := r.start(); err != nil {
-		r.say("%v", err)
-		if r.link != nil {
-			return r.stop(cause{kind: causeInvalid})
-		}
-		return ExitSoftware
-	}
-	return r.loop(ctx)
+	return func() { signal.Stop(sigs) }
 }
 
-func (r *run) say(format string, args ...any) {
-	fmt.Fprintf(r.diag, "octostore-supervisor: "+format+"\n", args...)
-}
+// envKeyEqual compares environment variable names: case matters on unix.
+func envKeyEqual(a, b string) bool { return a == b }
 
-func (r *run) pause(point string) {
-	if r.cfg.Pause != nil {
-		r.cfg.Pause(point)
-	}
-}
-
-func (r *run) start() error {
-	r.say("containment: %s", r.cfg.Backend)
-	sweepStale(r.cfg.Backend, r.cfg.ProofBound, r.diag)
+// prepareSupervisor cleans up after dead runs and sets the process attributes
+// the guardian design relies on, before anything of this run starts.
+func prepareSupervisor(cfg Config, diag io.Writer) error {
+	sweepStale(cfg.Backend, cfg.ProofBound, diag)
 	platform.ReserveThreads(reservedThreads)
 	if err := platform.BecomeSubreaper(); err != nil {
 		return err
 	}
-	if err := platform.SetNonDumpable(); err != nil {
-		return err
-	}
+	return platform.SetNonDumpable()
+}
+
+// guardianHost is the unix host: a guardian process in its own session owns the
+// groups and the armed deadline and keeps enforcing it if the supervisor dies.
+// The supervisor backs it up with a timer of its own a little after each kill
+// time, in case the guardian is frozen or dead when the deadline passes.
+type guardianHost struct {
+	cfg           Config
+	link          *link
+	runName       string // cgroup backend: this run's directory below the parent
+	backstop      *platform.ContinuousTimer
+	backstopFired chan struct{}
+	lostCh        chan string
+}
+
+// openHost starts the guardian with the hold's event pipe and the worker's
+// output. The host is returned even on error once the guardian started, so the
+// caller can still contain whatever it began.
+func openHost(cfg Config, events, workerOut *os.File) (host, error) {
+	h := &guardianHost{cfg: cfg, backstopFired: make(chan struct{}, 1), lostCh: make(chan string, 1)}
 	var err error
-	// The ready file sits alone in a fresh private directory: naming it tells the
-	// worker nothing about any supervisor state.
-	if r.readyDir, err = os.MkdirTemp("", "octostore-ready-"); err != nil {
-		return fmt.Errorf("create the worker's ready directory: %w", err)
-	}
-	r.readyFile = filepath.Join(r.readyDir, "ready")
-	if r.backstop, err = platform.NewContinuousTimer(); err != nil {
-		return err
+	if h.backstop, err = platform.NewContinuousTimer(); err != nil {
+		return nil, err
 	}
 	go func() {
-		for r.backstop.Wait() == nil {
-			r.backstopFired <- struct{}{}
+		for h.backstop.Wait() == nil {
+			h.backstopFired <- struct{}{}
 		}
 	}()
-
-	evR, evW, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("create the event pipe: %w", err)
+	h.link, h.runName, err = launchGuardian(msg{Argv: cfg.Hold, Env: cfg.Env,
+		WorkerArgv: []string{cfg.Worker}, WorkerEnv: workerEnv(cfg.Env),
+		Backend: &cfg.Backend, GraceMs: cfg.Grace.Milliseconds(), ProofMs: cfg.ProofBound.Milliseconds()},
+		events, workerOut)
+	if h.link == nil {
+		h.backstop.Close()
+		return nil, err
 	}
-	workerOut := os.Stderr
-	if r.cfg.WorkerOutput == WorkerOutputInherit {
-		workerOut = os.Stdout
-	}
-	r.link, r.runName, err = launchGuardian(msg{Argv: r.cfg.Hold, Env: r.cfg.Env,
-		WorkerArgv: []string{r.cfg.Worker}, WorkerEnv: workerEnv(r.cfg.Env),
-		Backend: &r.cfg.Backend, GraceMs: r.cfg.Grace.Milliseconds(), ProofMs: r.cfg.ProofBound.Milliseconds()},
-		evW, workerOut)
-	evW.Close()
-	if err != nil {
-		evR.Close()
-		return err
-	}
-	go r.readLines(evR)
-	return nil
-}
-
-// workerEnv is the supervisor's environment without the holder's secrets and
-// without values the supervisor sets itself.
-func workerEnv(env []string) []string {
-	drop := append([]string{"OCTOSTORE_FENCING_TERM", "OCTOSTORE_SUPERVISOR_READY_FILE"}, SecretEnv...)
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(drop, k) {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-func (r *run) readLines(f *os.File) {
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 64<<10)
-	for {
-		line, err := events.ReadLine(br, events.MaxLineBytes)
-		if err != nil {
-			r.lines <- lineMsg{err: err}
-			return
-		}
-		r.lines <- lineMsg{line: line}
-	}
-}
-
-func (r *run) loop(ctx context.Context) int {
-	for {
-		var c *cause
+	go func() {
 		select {
-		case lm := <-r.lines:
-			c = r.onLine(lm)
-		case n := <-r.link.notes:
-			c = r.onNote(n)
-		case s := <-r.sigs:
-			c = &cause{kind: causeSignal, sig: s.(syscall.Signal)}
-		case <-r.holdGone:
-			c = &cause{kind: causeHoldEnded, msg: "the hold exited without a terminal event"}
-		case <-r.link.dead:
-			c = &cause{kind: causeGuardianLost, msg: "detached guardian exited before reporting verified containment; using main-process fallback"}
-		case <-r.backstopFired:
-			c = &cause{kind: causeGuardianLost, msg: "the guardian did not enforce the authority deadline; using main-process fallback"}
-		case <-ctx.Done():
-			c = &cause{kind: causeSignal, sig: syscall.SIGTERM}
+		case <-h.link.dead:
+			h.lostCh <- "detached guardian exited before reporting verified containment; using main-process fallback"
+		case <-h.backstopFired:
+			h.lostCh <- "the guardian did not enforce the authority deadline; using main-process fallback"
 		}
-		if c != nil {
-			return r.stop(*c)
-		}
-	}
+	}()
+	return h, err
 }
 
-func (r *run) onLine(lm lineMsg) *cause {
-	if lm.err != nil {
-		r.linesDone = true
-		if errors.Is(lm.err, io.EOF) {
-			return &cause{kind: causeHoldEnded, msg: "the hold's event stream ended without a terminal event"}
-		}
-		c := causeFrom(lm.err)
-		return &c
-	}
-	ev, err := r.stream.Next(lm.line)
-	if err != nil {
-		c := causeFrom(err)
-		return &c
-	}
-	switch {
-	case ev.Event == events.Waiting:
-		r.print(events.LineFor(ev))
-		return nil
-	case ev.StartsAuthority():
-		return r.launch(ev)
-	case ev.Event == events.Renewed:
-		return r.renew(ev)
-	default:
-		return &cause{kind: causeTerminal, ev: &ev}
-	}
-}
+func (h *guardianHost) notes() <-chan msg   { return h.link.notes }
+func (h *guardianHost) lost() <-chan string { return h.lostCh }
 
-func (r *run) clocks() (events.Clocks, error) {
-	cont, err := platform.ContinuousMillis()
-	return events.Clocks{WallMs: platform.WallMillis(), ContinuousMs: cont}, err
-}
-
-func (r *run) silenceCap() time.Duration {
-	if r.cfg.Kind == events.Lock {
-		return r.cfg.SilenceCap
-	}
-	return 0
-}
-
-// plan turns an authority event into a deadline on the receipt clocks.
-func (r *run) plan(a events.Authority) (events.Deadline, error) {
-	now, err := r.clocks()
-	if err != nil {
-		return events.Deadline{}, fmt.Errorf("%w: %w", events.ErrDoubt, err)
-	}
-	return events.Plan(a, now, r.cfg.Grace, r.silenceCap())
-}
-
-// arm hands the next deadline generation to the guardian; until it acknowledges,
-// the previous deadline stays in force.
-func (r *run) arm(dl events.Deadline) error {
-	if _, err := r.link.call(msg{Op: opArm, Gen: r.gen + 1, FireMs: dl.FireMs, KillMs: dl.KillMs}, 2*time.Second); err != nil {
+func (h *guardianHost) arm(gen uint64, dl events.Deadline) error {
+	if _, err := h.link.call(msg{Op: opArm, Gen: gen, FireMs: dl.FireMs, KillMs: dl.KillMs}, 2*time.Second); err != nil {
 		return err
 	}
-	r.gen++
-	r.deadline = dl
 	// If the guardian is frozen or dead when this deadline passes, the supervisor
 	// contains everything itself a little after the kill time.
-	return r.backstop.Set(dl.KillMs + r.cfg.Grace.Milliseconds() + 500)
+	return h.backstop.Set(dl.KillMs + h.cfg.Grace.Milliseconds() + 500)
 }
 
-// stillFresh re-checks an authority against the clocks and the armed deadline.
-func (r *run) stillFresh(a events.Authority) error {
-	now, err := r.clocks()
-	if err != nil {
-		return err
-	}
-	if _, err := events.Fresh(a, now); err != nil {
-		return err
-	}
-	if now.ContinuousMs >= r.deadline.FireMs {
-		return errors.New("the authority deadline has passed")
-	}
-	return nil
+func (h *guardianHost) start(env []string) error {
+	_, err := h.link.call(msg{Op: opStart, Env: env}, 15*time.Second)
+	return err
 }
 
-func (r *run) launch(ev events.Event) *cause {
-	doubt := func(format string, args ...any) *cause {
-		return &cause{kind: causeDoubt, msg: fmt.Sprintf(format, args...)}
-	}
-	dl, err := r.plan(*ev.Authority)
-	if err != nil {
-		c := causeFrom(err)
-		return &c
-	}
-	r.pause("pre-arm")
-	if err := r.arm(dl); err != nil {
-		if errors.Is(err, errGuardianLost) {
-			return &cause{kind: causeGuardianLost, msg: err.Error()}
-		}
-		return doubt("authority could not be armed before worker start: %v", err)
-	}
-	r.pause("pre-start")
-	if err := r.stillFresh(*ev.Authority); err != nil {
-		return doubt("authority could not be armed before worker start: %v", err)
-	}
-	env := []string{"OCTOSTORE_FENCING_TERM=" + strconv.FormatUint(*ev.Term, 10), "OCTOSTORE_SUPERVISOR_READY_FILE=" + r.readyFile}
-	if _, err := r.link.call(msg{Op: opStart, Env: env}, 15*time.Second); err != nil {
-		if errors.Is(err, errGuardianLost) {
-			return &cause{kind: causeGuardianLost, msg: err.Error()}
-		}
-		return doubt("worker could not be started: %v", err)
-	}
-	if r.cfg.RequireReady {
-		if c := r.awaitReady(); c != nil {
-			return c
-		}
-	}
-	if err := r.stillFresh(*ev.Authority); err != nil {
-		return doubt("authority expired while the worker was launched: %v", err)
-	}
-	r.print(events.LineFor(ev))
-	return nil
-}
-
-// awaitReady waits for the worker's ready file. Hold events queue meanwhile, as in
-// the reference; worker exit, expiry, guardian loss and signals are still acted on.
-func (r *run) awaitReady() *cause {
-	limit := time.NewTimer(r.cfg.ReadyTimeout)
-	defer limit.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-tick.C:
-			if _, err := os.Lstat(r.readyFile); err == nil {
-				return nil
-			}
-		case <-limit.C:
-			return &cause{kind: causeDoubt, msg: "worker process did not acknowledge application readiness"}
-		case n := <-r.link.notes:
-			if c := r.onNote(n); c != nil {
-				if c.kind == causeWorkerExited {
-					c.kind, c.msg = causeInvalid, "worker exited before acknowledging application readiness"
-				}
-				return c
-			}
-		case s := <-r.sigs:
-			return &cause{kind: causeSignal, sig: s.(syscall.Signal)}
-		case <-r.link.dead:
-			return &cause{kind: causeGuardianLost, msg: "detached guardian exited before reporting verified containment; using main-process fallback"}
-		case <-r.backstopFired:
-			return &cause{kind: causeGuardianLost, msg: "the guardian did not enforce the authority deadline; using main-process fallback"}
-		}
-	}
-}
-
-func (r *run) renew(ev events.Event) *cause {
-	a, err := ev.AuthorityOrDoubt()
-	if err != nil {
-		c := causeFrom(err)
-		return &c
-	}
-	dl, err := r.plan(a)
-	if err != nil {
-		return &cause{kind: causeDoubt, msg: "renewed authority could not replace the active deadline: " + err.Error()}
-	}
-	r.pause("pre-renew-arm")
-	if err := r.arm(dl); err != nil {
-		if errors.Is(err, errGuardianLost) {
-			return &cause{kind: causeGuardianLost, msg: err.Error()}
-		}
-		return &cause{kind: causeDoubt, msg: "renewed authority could not replace the active deadline: " + err.Error()}
-	}
-	r.pause("renewal-armed")
-	// Never report a renewal that is already stale: a supervisor frozen after
-	// the guardian acknowledged it may wake past the new deadline.
-	if err := r.stillFresh(a); err != nil {
-		return &cause{kind: causeDoubt, msg: "renewed authority expired before it could be reported: " + err.Error()}
-	}
-	r.print(events.LineFor(ev))
-	return nil
-}
-
-func (r *run) onNote(n msg) *cause {
-	switch {
-	case n.Op == opExpired:
-		return &cause{kind: causeExpired, msg: "the authority deadline passed without a fresh renewal; the worker was contained"}
-	case n.Op == opExited && n.Group == groupWorker:
-		if n.Code < 0 {
-			return &cause{kind: causeInvalid, msg: n.Err}
-		}
-		return &cause{kind: causeWorkerExited, workerCode: n.Code}
-	case n.Op == opExited && n.Group == groupHold:
-		if n.Code < 0 {
-			return &cause{kind: causeInvalid, msg: n.Err}
-		}
-		// Lines the hold wrote before exiting are still in the pipe; give the
-		// reader a moment to deliver them (and the end of the stream) first.
-		r.holdGone = time.After(250 * time.Millisecond)
-	}
-	return nil
-}
-
-func (r *run) print(l events.Line) {
-	// One write per line; a failed write (stdout closed) must not stop teardown.
-	_, _ = r.cfg.Stdout.Write(l.Encode())
-}
-
-// containGroup asks the guardian to tear a group down; noGrace skips the TERM
-// phase and kills at once.
-func (r *run) containGroup(group string, noGrace bool) (Report, error) {
-	m, err := r.link.call(msg{Op: opContain, Group: group, NoGrace: noGrace}, r.cfg.Grace+r.cfg.ProofBound+5*time.Second)
+// contain asks the guardian to tear a group down; noGrace skips the TERM phase
+// and kills at once.
+func (h *guardianHost) contain(group string, noGrace bool) (Report, error) {
+	m, err := h.link.call(msg{Op: opContain, Group: group, NoGrace: noGrace}, h.cfg.Grace+h.cfg.ProofBound+5*time.Second)
 	if err != nil {
 		return Report{}, err
 	}
@@ -416,175 +112,34 @@ func (r *run) containGroup(group string, noGrace bool) (Report, error) {
 	return *m.Report, nil
 }
 
-// stop is the one teardown every run ends in: the worker group is proven empty
-// before the hold is asked to release, the hold group is proven empty next, and
-// only then is a terminal line printed. Signals that arrive meanwhile are ignored:
-// a second Ctrl-C cannot abort containment.
-func (r *run) stop(c cause) int {
-	if c.msg != "" {
-		r.say("%s", c.msg)
-	}
-	began := time.Now()
-	if c.kind == causeGuardianLost {
-		return r.fallback(began)
-	}
-	wrep, err := r.containGroup(groupWorker, false)
+// release has the guardian SIGTERM the hold's own process so it can release.
+func (h *guardianHost) release() error {
+	_, err := h.link.call(msg{Op: opRelease}, 2*time.Second)
+	return err
+}
+
+func (h *guardianHost) exit() error {
+	_, err := h.link.call(msg{Op: opExit}, h.cfg.Grace+h.cfg.ProofBound+5*time.Second)
+	h.link.kill() // normally already reaped; bounded either way
 	if err != nil {
-		r.say("%v; using main-process fallback", err)
-		return r.fallback(began)
+		return fmt.Errorf("the guardian did not confirm its exit: %w", err)
 	}
-	term := c.ev
-	if !wrep.ProvenEmpty {
-		// Releasing now could hand the lease to a new leader while our worker
-		// may still run. The hold is killed outright instead (a graceful TERM
-		// would make it release), so the lease can only age out by its TTL.
-		r.say("the worker group could not be proven empty; the hold is killed without releasing the lease")
-	} else if c.kind != causeTerminal && c.kind != causeHoldEnded && !r.linesDone {
-		if _, err := r.link.call(msg{Op: opRelease}, 2*time.Second); err != nil {
-			r.say("%v; using main-process fallback", err)
-			return r.fallback(began)
-		}
-		term = r.awaitRelease()
-	}
-	hrep, err := r.containGroup(groupHold, !wrep.ProvenEmpty)
-	if err != nil {
-		r.say("%v; using main-process fallback", err)
-		return r.fallback(began)
-	}
-	if _, err := r.link.call(msg{Op: opExit}, r.cfg.Grace+r.cfg.ProofBound+5*time.Second); err != nil {
-		r.say("the guardian did not confirm its exit: %v", err)
-	}
-	r.link.kill() // normally already reaped; bounded either way
-	rep := wrep
-	rep.merge(hrep)
-	rep.ProvenEmpty = wrep.ProvenEmpty && hrep.ProvenEmpty
-	rep.DurationMs = time.Since(began).Milliseconds()
-	return r.finish(c, term, rep)
-}
-
-// awaitRelease reads what the hold says after SIGTERM, for at most the release
-// budget, and returns its terminal event if it sent a valid one.
-func (r *run) awaitRelease() *events.Event {
-	limit := time.NewTimer(r.cfg.ReleaseBudget)
-	defer limit.Stop()
-	for {
-		select {
-		case lm := <-r.lines:
-			if lm.err != nil {
-				r.linesDone = true
-				return nil
-			}
-			if ev, err := r.stream.Next(lm.line); err == nil && ev.Terminal() {
-				return &ev
-			}
-		case n := <-r.link.notes:
-			if n.Op == opExited && n.Group == groupHold {
-				r.holdGone = time.After(250 * time.Millisecond)
-			}
-		case <-r.holdGone:
-			return nil
-		case <-limit.C:
-			r.say("the hold did not confirm its release within %v", r.cfg.ReleaseBudget)
-			return nil
-		}
-	}
-}
-
-// finish prints the terminal line when containment is proven and picks the exit code.
-func (r *run) finish(c cause, term *events.Event, rep Report) int {
-	if !rep.ProvenEmpty {
-		for _, s := range rep.Survivors {
-			r.say("survivor: pid %d state %s command %q", s.Pid, s.State, s.Command)
-		}
-		r.say("terminal event withheld because containment could not be proved")
-		return ExitSoftware
-	}
-	r.pause("terminal-contained")
-	code := r.exitCode(c, term)
-	printable := c.kind == causeTerminal || c.kind == causeSignal || c.kind == causeWorkerExited
-	if printable && term != nil {
-		l := events.LineFor(*term)
-		l.Containment = &events.Containment{Backend: rep.Backend, ProvenEmpty: true, Killed: rep.Killed, DurationMs: rep.DurationMs}
-		if c.kind == causeWorkerExited {
-			wc := c.workerCode
-			l.WorkerExitCode = &wc
-		}
-		r.print(l)
-	}
-	return code
-}
-
-func (r *run) exitCode(c cause, term *events.Event) int {
-	switch c.kind {
-	case causeTerminal:
-		switch term.Event {
-		case events.Released:
-			if r.gen == 0 {
-				r.say("the hold released authority it never reported holding")
-				return ExitSoftware
-			}
-			return ExitOK
-		case events.Lost, events.Uncertain:
-			return ExitAuthority
-		default: // error
-			if term.ReasonCode == "acquire_timeout" {
-				return ExitAcquireTimeout
-			}
-			return ExitSoftware
-		}
-	case causeSignal:
-		return 128 + int(c.sig)
-	case causeWorkerExited:
-		if c.workerCode == 0 && term != nil && term.Event == events.Released {
-			return ExitOK
-		}
-		if term == nil || term.Event != events.Released {
-			r.say("the hold did not confirm the release after the worker exited")
-		}
-		return ExitSoftware
-	case causeDoubt, causeExpired:
-		return ExitAuthority
-	default:
-		return ExitSoftware
-	}
+	return nil
 }
 
 // fallback contains everything from the supervisor itself after the guardian died
 // or stopped answering. The supervisor is a child subreaper, so the guardian's
 // orphans - the shims and everything below them - are now its descendants.
-func (r *run) fallback(began time.Time) int {
-	r.link.kill()
-	rep := fallbackSweeper(r.cfg.Backend, r.runName).terminate(os.Getpid(), nil, time.Now().Add(r.cfg.Grace), r.cfg.ProofBound, r.diag)
-	if rep.ProvenEmpty && r.cfg.Backend.Name == BackendCgroup {
-		removeRun(r.cfg.Backend, r.runName, r.diag)
+func (h *guardianHost) fallback(grace, proof time.Duration, diag io.Writer) Report {
+	h.link.kill()
+	rep := fallbackSweeper(h.cfg.Backend, h.runName).terminate(os.Getpid(), nil, time.Now().Add(grace), proof, diag)
+	if rep.ProvenEmpty && h.cfg.Backend.Name == BackendCgroup {
+		removeRun(h.cfg.Backend, h.runName, diag)
 	}
-	rep.DurationMs = time.Since(began).Milliseconds()
-	if !rep.ProvenEmpty {
-		return r.finish(cause{kind: causeGuardianLost}, nil, rep)
-	}
-	if r.gen == 0 {
-		return ExitSoftware
-	}
-	// Authority was active and nobody can vouch for the deadline any more.
-	ev := events.Event{Sequence: r.stream.LastSequence() + 1, Event: events.Uncertain, Kind: r.cfg.Kind, Name: r.cfg.Name, ReasonCode: "guardian_lost"}
-	if r.cfg.Kind == events.Election {
-		cand := r.cfg.Candidate
-		ev.CandidateID = &cand
-	}
-	term, _ := r.stream.ActiveTerm()
-	ev.Term = &term
-	r.finish(cause{kind: causeTerminal}, &ev, rep)
-	return ExitAuthority
+	return rep
 }
 
-func (r *run) cleanup() {
-	if r.readyDir != "" {
-		os.RemoveAll(r.readyDir)
-	}
-	if r.backstop != nil {
-		r.backstop.Close()
-	}
-}
+func (h *guardianHost) close() { h.backstop.Close() }
 
 // nameRun names the run's cgroup after the supervisor and the guardian (pid and
 // start time each), which is how a later sweep proves a run abandoned.

@@ -1,27 +1,89 @@
 package contain
 
 import (
-	"context"
 	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/windows"
+
+	"github.com/octostore-supervisor/supervisor/platform"
 )
 
-// Hidden argv[1] values of the helper processes (unused on Windows so far).
+// Hidden argv[1] values of the unix helper processes. Windows has no helper
+// processes (job objects take the guardian's and the shims' place), so the
+// command line refuses them here: GuardianMain, ShimMain and JoinMain only
+// report that.
 const (
 	GuardianArg = "__octostore-guardian"
 	ShimArg     = "__octostore-shim"
 	JoinArg     = "__octostore-join"
 )
 
-// Supervise refuses to run on Windows until the job-object backend exists: running
-// a protected worker without a container would be exactly the silent fallback this
-// tool exists to prevent.
-func Supervise(_ context.Context, cfg Config) int {
-	fmt.Fprintln(cfg.Stderr, "octostore-supervisor: Windows job-object containment is not available in this build yet; refusing to start a worker")
-	return ExitUsage
+// GuardianMain refuses: there is no guardian on Windows.
+func GuardianMain() int {
+	fmt.Fprintln(os.Stderr, "octostore-supervisor: there is no guardian process on Windows")
+	return ExitSoftware
 }
 
-// GuardianMain is not used on Windows yet.
-func GuardianMain() int { return ExitSoftware }
+// ShimMain refuses: there are no shims on Windows.
+func ShimMain() int {
+	fmt.Fprintln(os.Stderr, "octostore-supervisor: there is no shim process on Windows")
+	return ExitSoftware
+}
 
-// ShimMain is not used on Windows yet.
-func ShimMain() int { return ExitSoftware }
+// consoleSignal maps the console control events a handler of ours takes to the
+// signal the lifecycle acts on: Ctrl-C is SIGINT (exit 130), Ctrl-Break is
+// SIGTERM (143). os/signal cannot tell the two apart (both arrive as
+// os.Interrupt), hence the handler. Close, logoff and shutdown are left to the
+// Go runtime's handler, which delivers them as SIGTERM through os/signal and
+// keeps the handler thread blocked, so Windows waits for our teardown instead
+// of ending the process as soon as a handler returns.
+func consoleSignal(ctrlType uint32) (syscall.Signal, bool) {
+	switch ctrlType {
+	case windows.CTRL_C_EVENT:
+		return syscall.SIGINT, true
+	case windows.CTRL_BREAK_EVENT:
+		return syscall.SIGTERM, true
+	}
+	return 0, false
+}
+
+// catchSignals routes console control events to sigs (consoleSignal); the
+// returned func stops the routing.
+func catchSignals(sigs chan os.Signal, diag io.Writer) func() {
+	signal.Notify(sigs, syscall.SIGTERM)
+	remove, err := platform.AddConsoleHandler(func(ctrlType uint32) bool {
+		sig, ok := consoleSignal(ctrlType)
+		if !ok {
+			return false
+		}
+		select {
+		case sigs <- sig:
+		default: // a burst of events: one is enough to stop
+		}
+		return true
+	})
+	if err != nil {
+		// Still stop on every event, if without telling Ctrl-Break from Ctrl-C.
+		fmt.Fprintf(diag, "octostore-supervisor: %v: Ctrl-Break will count as Ctrl-C\n", err)
+		signal.Notify(sigs, os.Interrupt)
+		return func() { signal.Stop(sigs) }
+	}
+	return func() {
+		_ = remove()
+		signal.Stop(sigs)
+	}
+}
+
+// envKeyEqual compares environment variable names: Windows ignores their case,
+// so a secret spelled octostore_token is still the secret.
+func envKeyEqual(a, b string) bool { return strings.EqualFold(a, b) }
+
+// prepareSupervisor has nothing to do on Windows: no earlier run can be left
+// behind (its jobs died with its handles), and there is no pid limit to
+// reserve threads against.
+func prepareSupervisor(Config, io.Writer) error { return nil }

@@ -34,6 +34,11 @@ type sweeper struct {
 	container func(proof time.Duration) (pids []int, empty bool, err error)
 	members   func() []int // the container's current members, to name survivors
 	backend   string
+
+	// family, on macOS, is the group followed beyond parent links (its process
+	// group, sessions and every member seen so far); nil where a subreaper or a
+	// container keeps the whole tree in view.
+	family *family
 }
 
 func newSweeper() *sweeper {
@@ -47,6 +52,11 @@ func (s *sweeper) alive(root int, skip []int) ([]platform.Proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.family != nil {
+		if s.buf, err = s.family.join(s.buf, skip); err != nil {
+			return nil, err
+		}
+	}
 	live := s.buf[:0]
 	for _, p := range s.buf {
 		if !p.Dead() {
@@ -58,8 +68,12 @@ func (s *sweeper) alive(root int, skip []int) ([]platform.Proc, error) {
 
 func (s *sweeper) signalAll(procs []platform.Proc, sig syscall.Signal) error {
 	var firstErr error
+	group := s.family.signalGroup(sig) // macOS: the whole group at once, when safe
 	for _, p := range procs {
 		s.seen[p.Pid] = struct{}{}
+		if group != 0 && p.Pgid == group {
+			continue // the group signal reached it; a second one could read as "force quit"
+		}
 		if err := s.r.Signal(p, sig); err != nil && !errors.Is(err, platform.ErrNoProcess) && firstErr == nil {
 			firstErr = err
 		}
@@ -75,7 +89,7 @@ func (s *sweeper) signalAll(procs []platform.Proc, sig syscall.Signal) error {
 // Subtrees rooted at skip (a sibling group's healthy shim) are left alone.
 func (s *sweeper) terminate(root int, skip []int, termUntil time.Time, proofBound time.Duration, diag io.Writer) (rep Report) {
 	start := time.Now()
-	rep.Backend = s.backend
+	rep.Backend, rep.Limit = s.backend, parentChainLimit
 	defer func() {
 		rep.Killed = len(s.seen)
 		rep.DurationMs = time.Since(start).Milliseconds()
@@ -92,7 +106,7 @@ func (s *sweeper) terminate(root int, skip []int, termUntil time.Time, proofBoun
 			}
 			// Members forked after the first TERM get theirs too.
 			_ = s.signalAll(live, syscall.SIGTERM)
-			time.Sleep(min(step, time.Until(termUntil)))
+			s.settle(live, min(step, time.Until(termUntil)), termUntil)
 		}
 	}
 	if err != nil {
@@ -116,7 +130,7 @@ func (s *sweeper) terminate(root int, skip []int, termUntil time.Time, proofBoun
 		if err != nil {
 			fmt.Fprintf(diag, "octostore-supervisor: scanning processes during teardown: %v\n", err)
 		} else if len(live) == 0 && containerEmpty {
-			rep.ProvenEmpty = true
+			rep.ProvenEmpty = s.provable()
 			return rep
 		} else if len(live) == 0 {
 			break // the container still reports members the tree walk cannot reach
@@ -130,7 +144,7 @@ func (s *sweeper) terminate(root int, skip []int, termUntil time.Time, proofBoun
 			// scan finds the child, and the loop runs until a scan is empty.
 			_ = s.signalAll(live, syscall.SIGKILL)
 		}
-		time.Sleep(time.Millisecond)
+		s.settle(live, time.Millisecond, proofUntil)
 	}
 	named := map[int]bool{}
 	for _, p := range live {

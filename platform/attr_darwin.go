@@ -1,14 +1,12 @@
 package platform
 
-import "errors"
-
-// ErrNoSubreaper: macOS cannot re-parent orphans to us, so a double-forked daemon
-// leaves the tree. The macOS backend (process group + session + tracking) must
-// handle that explicitly before the supervisor runs there.
-var ErrNoSubreaper = errors.New("macOS has no child subreaper; the macOS containment backend is not available in this build yet")
-
-// BecomeSubreaper is not available on macOS.
-func BecomeSubreaper() error { return ErrNoSubreaper }
+// BecomeSubreaper succeeds without effect: macOS has no child subreaper, so an
+// orphan re-parents to launchd (pid 1) and leaves our parent chain. The shared
+// Unix lifecycle calls this at start; the macOS backend makes up for it by
+// following process groups, sessions and every process it has seen in a group
+// (contain's process families), and doctor and every containment report state
+// what it still cannot follow.
+func BecomeSubreaper() error { return nil }
 
 // SetNonDumpable is a no-op on macOS: task_for_pid already needs entitlements.
 func SetNonDumpable() error { return nil }

@@ -9,22 +9,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Proc is one process as the kernel reported it. On macOS the fields come from
-// sysctl kern.proc through gopsutil, one call per field.
+// Proc is one process as the kernel reported it. On macOS every field but Sid
+// comes from one sysctl kern.proc read of its struct kinfo_proc, so pid, parent,
+// group, state and start time are one consistent tuple (gopsutil would read
+// each field with a call of its own). Pid plus StartTicks identifies a process
+// for its whole life.
 type Proc struct {
 	Pid        int
 	PPid       int
 	Pgid       int
-	Sid        int
+	Sid        int // getsid(2); 0 when unknown (XNU refuses it for a zombie)
 	State      byte
-	StartTicks uint64 // creation time in ms since the epoch
+	StartTicks uint64 // p_starttime in microseconds since the epoch
 	Comm       string
 }
 
 // Dead reports whether the process can no longer run.
 func (p Proc) Dead() bool { return p.State == 'Z' }
 
-// ProcReader reads the process table.
+// ProcReader reads the process table. It holds no state, so unlike the Linux
+// reader it is safe for concurrent use.
 type ProcReader struct{}
 
 // NewProcReader returns a reader.
@@ -33,75 +37,90 @@ func NewProcReader() *ProcReader { return &ProcReader{} }
 // ErrNoProcess means the pid does not exist (any more).
 var ErrNoProcess = errors.New("no such process")
 
-// Stat reads one process.
-func (r *ProcReader) Stat(pid int) (Proc, error) {
-	p, err := process.NewProcess(int32(pid))
-	if err != nil {
-		return Proc{}, ErrNoProcess
+// p_stat values of XNU's bsd/sys/proc.h.
+const (
+	sIdl   = 1
+	sRun   = 2
+	sSleep = 3
+	sStop  = 4
+	sZomb  = 5
+)
+
+func procOf(k *unix.KinfoProc) Proc {
+	p := Proc{
+		Pid:        int(k.Proc.P_pid),
+		PPid:       int(k.Eproc.Ppid),
+		Pgid:       int(k.Eproc.Pgid),
+		StartTicks: uint64(k.Proc.P_starttime.Sec)*1_000_000 + uint64(k.Proc.P_starttime.Usec),
+		Comm:       unix.ByteSliceToString(k.Proc.P_comm[:]),
 	}
-	ppid, err := p.Ppid()
-	if err != nil {
-		return Proc{}, ErrNoProcess
+	switch k.Proc.P_stat {
+	case sZomb:
+		p.State = 'Z'
+	case sStop:
+		p.State = 'T'
+	case sSleep:
+		p.State = 'S'
+	case sIdl:
+		p.State = 'I' // being created: alive
+	default:
+		p.State = 'R'
 	}
-	created, err := p.CreateTime()
-	if err != nil {
-		return Proc{}, ErrNoProcess
+	if sid, err := unix.Getsid(p.Pid); err == nil {
+		p.Sid = sid
 	}
-	out := Proc{Pid: pid, PPid: int(ppid), StartTicks: uint64(created), State: 'R'}
-	if st, err := p.Status(); err == nil && len(st) > 0 && st[0] == process.Zombie {
-		out.State = 'Z'
-	}
-	if pg, err := unix.Getpgid(pid); err == nil {
-		out.Pgid = pg
-	}
-	if name, err := p.Name(); err == nil {
-		out.Comm = name
-	}
-	return out, nil
+	return p
 }
 
-// Descendants returns every process below root found through parent links,
-// without the skipped pids and their subtrees. macOS has no child subreaper, so an
-// orphan re-parents to launchd and drops out of this walk: the documented limit of
-// the macOS backend.
-func (r *ProcReader) Descendants(root int, dst []Proc, skip ...int) ([]Proc, error) {
-	pids, err := process.Pids()
+// Stat reads one process with sysctl kern.proc.pid.<pid>.
+func (r *ProcReader) Stat(pid int) (Proc, error) {
+	k, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
 	if err != nil {
-		return dst, fmt.Errorf("list processes: %w", err)
-	}
-	children := map[int][]Proc{}
-	for _, pid := range pids {
-		p, err := r.Stat(int(pid))
-		if err != nil {
-			continue
+		// A pid nobody holds comes back as an empty answer, which x/sys reports
+		// as EIO.
+		if errors.Is(err, unix.EIO) || errors.Is(err, unix.ESRCH) {
+			return Proc{}, ErrNoProcess
 		}
-		children[p.PPid] = append(children[p.PPid], p)
+		return Proc{}, fmt.Errorf("sysctl kern.proc.pid.%d: %w", pid, err)
 	}
-	queue := append([]Proc(nil), children[root]...)
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		if containsInt(skip, p.Pid) {
-			continue
+	if int(k.Proc.P_pid) != pid {
+		return Proc{}, ErrNoProcess
+	}
+	return procOf(k), nil
+}
+
+// All appends every process in the table to dst, read in one sysctl
+// kern.proc.all (the kernel's own pid 0 is left out).
+func (r *ProcReader) All(dst []Proc) ([]Proc, error) {
+	ks, err := unix.SysctlKinfoProcSlice("kern.proc.all")
+	if err != nil {
+		return dst, fmt.Errorf("sysctl kern.proc.all: %w", err)
+	}
+	for i := range ks {
+		if ks[i].Proc.P_pid > 0 {
+			dst = append(dst, procOf(&ks[i]))
 		}
-		dst = append(dst, p)
-		queue = append(queue, children[p.Pid]...)
 	}
 	return dst, nil
 }
 
-func containsInt(list []int, v int) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
+// Descendants returns every process below root found through parent links in
+// one read of the process table, without the skipped pids and their subtrees.
+// macOS has no child subreaper, so an orphan re-parents to launchd and drops
+// out of this walk; contain follows such processes by group, session and
+// tracking instead, and states what it still cannot follow.
+func (r *ProcReader) Descendants(root int, dst []Proc, skip ...int) ([]Proc, error) {
+	all, err := r.All(nil)
+	if err != nil {
+		return dst, err
 	}
-	return false
+	return DescendantsIn(all, root, dst, skip...), nil
 }
 
-// Signal re-reads p's creation time before kill(2). macOS has no pidfd, so a pid
-// recycled between the check and the kill is a (narrow) residual risk, stated in
-// the README's macOS limits.
+// Signal re-reads p's start time just before kill(2). macOS has no pidfd, so a
+// pid recycled between that check and the kill is a narrow residual risk; the
+// containment code therefore prefers signalling a process group through a
+// leader it has not reaped, whose id cannot have been recycled.
 func (r *ProcReader) Signal(p Proc, sig syscall.Signal) error {
 	now, err := r.Stat(p.Pid)
 	if err != nil || now.StartTicks != p.StartTicks {
@@ -116,12 +135,16 @@ func (r *ProcReader) Signal(p Proc, sig syscall.Signal) error {
 	return nil
 }
 
-// Cmdline returns the command line of pid for diagnostics (best effort).
+// Cmdline returns the command line of pid for diagnostics (best effort; gopsutil
+// reads it with sysctl KERN_PROCARGS2).
 func Cmdline(pid int) string {
 	p, err := process.NewProcess(int32(pid))
 	if err != nil {
 		return ""
 	}
 	c, _ := p.Cmdline()
+	if len(c) > 200 {
+		c = c[:200] + "..."
+	}
 	return c
 }

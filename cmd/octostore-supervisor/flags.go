@@ -31,9 +31,9 @@ func superviseFlags() []cli.Flag {
 // backendFlags choose and shape the containment backend (supervise and run).
 func backendFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "containment", Value: "auto", Usage: "containment backend: auto (cgroup v2 where usable, else process-group, said on stderr), cgroup or process-group"},
+		&cli.StringFlag{Name: "containment", Value: "auto", Usage: "containment backend: auto (cgroup v2 where usable, else process-group; job objects on Windows; said on stderr), cgroup, process-group or job"},
 		&cli.StringFlag{Name: "cgroup-parent", Usage: "cgroup v2 directory to create this run's cgroups in (default: our own cgroup when delegated to us, else as root <cgroup2 mount>/octostore-supervisor)"},
-		&cli.IntFlag{Name: "max-processes", Value: contain.DefaultMaxProcesses, Usage: "cgroup backend: pids.max of the worker's cgroup, where the pids controller is available"},
+		&cli.IntFlag{Name: "max-processes", Value: contain.DefaultMaxProcesses, Usage: "cgroup backend: pids.max of the worker's cgroup, where the pids controller is available; job backend (Windows): the worker job's active-process limit, none unless given"},
 	}
 }
 
@@ -173,7 +173,8 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 	return cfg, err
 }
 
-// executableFile returns the absolute path of a regular file with an execute bit.
+// executableFile returns the absolute path of a regular file that this
+// platform can execute (executable_*.go).
 func executableFile(path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -183,7 +184,7 @@ func executableFile(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+	if !st.Mode().IsRegular() || !executable(abs, st) {
 		return "", fmt.Errorf("%s is not an executable file", path)
 	}
 	return abs, nil
