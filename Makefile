@@ -7,7 +7,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 BIN     := bin
 CROSS   := linux/amd64 linux/arm64 darwin/arm64 darwin/amd64 windows/amd64
 
-.PHONY: all build test cross fuzz bench example vet clean test-windows bench-windows windows-bins
+.PHONY: all build test cross fuzz bench example demo vet clean test-windows bench-windows windows-bins
 
 all: build
 
@@ -70,6 +70,12 @@ bench-windows:
 	.ci/wine/setup
 	@echo "== job teardown under Wine: figures are indicative only (Wine's server, not the Windows kernel, kills the job)"
 	GOOS=windows GOARCH=amd64 $(GO) test -run '^$$' -bench BenchmarkJobTeardown -benchtime 1x -timeout 30m -exec $(WINE_EXEC) ./platform/
+
+# Two supervised agents on the host-local authority, offline: one leads, the
+# other waits; the leader's hold is killed, and its worker tree is proven gone
+# before the second agent's worker starts (demo.sh prints the timestamps).
+demo: build
+	./demo.sh
 
 # A supervised example: a worker that daemonizes a grandchild runs under an
 # election leader; when the hold reports the loss, the whole tree is killed and

@@ -2,6 +2,7 @@ package contain
 
 import (
 	"io"
+	"os"
 	"time"
 
 	"github.com/octostore-supervisor/supervisor/events"
@@ -54,6 +55,15 @@ type Config struct {
 	Stdout io.Writer // supervisor lines
 	Stderr io.Writer // diagnostics
 	Env    []string  // the supervisor's environment, passed to the hold; the worker gets it scrubbed
+
+	// Interlock, when set, is a file that must be locked exclusively before the
+	// worker starts; it is unlocked only after the worker's tree is proven
+	// gone and the terminal line printed. The host-local authority hands a
+	// room over the instant a hold process dies, so without it a second
+	// supervisor's worker could start while this one's is still being torn
+	// down. On unix the guardian shares the lock, so it also outlives a
+	// supervisor that dies until the guardian has contained the run.
+	Interlock *os.File
 
 	// Pause, when set, is called at named points of the lifecycle. Only a binary
 	// built with the octostore_testhooks tag sets it, to freeze the supervisor at

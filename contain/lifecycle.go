@@ -118,6 +118,9 @@ type run struct {
 	gen      uint64 // armed deadline generation; > 0 once authority started
 	deadline events.Deadline
 	holdGone <-chan time.Time // set when the hold's process exited
+
+	interlocked bool // Config.Interlock is locked by this run
+	provenAll   bool // finish saw every group proven empty
 }
 
 // Supervise runs one supervised hold to the end and returns the exit code.
@@ -129,6 +132,7 @@ func Supervise(ctx context.Context, cfg Config) int {
 	stopSignals := catchSignals(r.sigs, cfg.Stderr)
 	defer stopSignals()
 	defer r.cleanup()
+	defer r.releaseInterlock()
 	if err := r.start(); err != nil {
 		r.say("%v", err)
 		if r.host != nil {
@@ -324,6 +328,9 @@ func (r *run) launch(ev events.Event) *cause {
 	if err := r.stillFresh(*ev.Authority); err != nil {
 		return doubt("authority could not be armed before worker start: %v", err)
 	}
+	if c := r.awaitInterlock(); c != nil {
+		return c
+	}
 	env := []string{"OCTOSTORE_FENCING_TERM=" + strconv.FormatUint(*ev.Term, 10), "OCTOSTORE_SUPERVISOR_READY_FILE=" + r.readyFile}
 	if err := r.host.start(env); err != nil {
 		if errors.Is(err, errGuardianLost) {
@@ -341,6 +348,59 @@ func (r *run) launch(ev events.Event) *cause {
 	}
 	r.print(events.LineFor(ev))
 	return nil
+}
+
+// awaitInterlock takes the interlock (Config.Interlock) before the worker
+// starts, waiting while the previous holder's supervisor still contains its
+// worker. The armed deadline keeps running: expiry, host loss and signals end
+// the wait as they end any other.
+func (r *run) awaitInterlock() *cause {
+	if r.cfg.Interlock == nil {
+		return nil
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	said := false
+	for {
+		ok, err := platform.TryLockFile(r.cfg.Interlock, true)
+		if err != nil {
+			return &cause{kind: causeDoubt, msg: "the interlock could not be taken: " + err.Error()}
+		}
+		if ok {
+			r.interlocked = true
+			return nil
+		}
+		if !said {
+			r.say("waiting until the previous holder's worker is proven gone (interlock)")
+			said = true
+		}
+		select {
+		case <-tick.C:
+		case n := <-r.host.notes():
+			if c := r.onNote(n); c != nil {
+				return c
+			}
+		case s := <-r.sigs:
+			return &cause{kind: causeSignal, sig: s.(syscall.Signal)}
+		case why := <-r.host.lost():
+			return &cause{kind: causeGuardianLost, msg: why}
+		}
+	}
+}
+
+// releaseInterlock hands the interlock on once the run is over: explicitly
+// when everything was proven contained, otherwise only by closing it (on unix
+// the guardian's share then keeps it until the guardian is done).
+func (r *run) releaseInterlock() {
+	if r.cfg.Interlock == nil {
+		return
+	}
+	if r.interlocked && r.provenAll {
+		if err := platform.UnlockFile(r.cfg.Interlock); err != nil {
+			r.say("the interlock could not be released: %v", err)
+		}
+	}
+	r.cfg.Interlock.Close()
 }
 
 // awaitReady waits for the worker's ready file. Hold events queue meanwhile, as in
@@ -443,6 +503,12 @@ func (r *run) stop(c cause) int {
 		return r.fallback(began)
 	}
 	term := c.ev
+	if wrep.ProvenEmpty && r.gen > 0 {
+		// Said at once: the terminal line waits for the hold, and a run that
+		// ends without one (exit 70) would otherwise never say it.
+		r.say("worker group proven empty at %s (%s, %d processes ended)",
+			events.FormatTimestamp(time.Now()), wrep.Backend, wrep.Killed)
+	}
 	if !wrep.ProvenEmpty {
 		// Releasing now could hand the lease to a new leader while our worker
 		// may still run. The hold is killed outright instead (a graceful stop
@@ -510,12 +576,13 @@ func (r *run) finish(c cause, term *events.Event, rep Report) int {
 		r.say("terminal event withheld because containment could not be proved")
 		return ExitSoftware
 	}
+	r.provenAll = true
 	r.pause("terminal-contained")
 	code := r.exitCode(c, term)
 	printable := c.kind == causeTerminal || c.kind == causeSignal || c.kind == causeWorkerExited
 	if printable && term != nil {
 		l := events.LineFor(*term)
-		l.Containment = &events.Containment{Backend: rep.Backend, ProvenEmpty: true, Killed: rep.Killed, DurationMs: rep.DurationMs}
+		l.Containment = &events.Containment{Backend: rep.Backend, ProvenEmpty: true, Killed: rep.Killed, DurationMs: rep.DurationMs, Limit: rep.Limit}
 		if c.kind == causeWorkerExited {
 			wc := c.workerCode
 			l.WorkerExitCode = &wc

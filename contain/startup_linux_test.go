@@ -44,7 +44,14 @@ func TestA1A2UsageErrors(t *testing.T) {
 		want string
 	}{
 		{"no words", nil, "missing <election|lock>"},
-		{"too few", []string{"election", "room", "agent", worker}, "usage:"},
+		{"too few", []string{"election", "room", "agent"}, "usage:"},
+		{"embedded: election ttl out of range", []string{"election", "--ttl", "4", "room", "agent", worker}, "TTL must be between 5 and 300 seconds"},
+		{"embedded: lock ttl out of range", []string{"lock", "--ttl", "3601", "--server", "http://127.0.0.1:9", "room", "-", worker}, "TTL must be between 1 and 3600 seconds"},
+		{"embedded: bad acquire timeout", []string{"election", "--acquire-timeout", "5x", "room", "agent", worker}, "invalid duration '5x'"},
+		{"embedded: bad candidate", []string{"election", "room", "agent@host", worker}, "candidate"},
+		{"embedded: lock needs a server", []string{"lock", "room", "-", worker}, "lock commands require --server or OCTOSTORE_URL"},
+		{"embedded: cleartext", []string{"election", "--server", "http://example.com", "room", "agent", worker}, "refusing to send a secret capability over cleartext HTTP"},
+		{"embedded flags with a hold command", []string{"election", "--ttl", "30", "room", "agent", worker, "--", "/bin/true"}, "--ttl configure the embedded hold"},
 		{"missing --", []string{"election", "room", "agent", worker, "x", "/bin/true"}, "usage:"},
 		{"empty hold", []string{"election", "room", "agent", worker, "--"}, "usage:"},
 		{"unknown kind", []string{"mutex", "room", "agent", worker, "--", "/bin/true"}, "unknown kind"},
@@ -131,7 +138,7 @@ func TestVersionAndHelp(t *testing.T) {
 	require.True(t, strings.HasPrefix(out, "octostore-supervisor "), out)
 	code, out, _ = runCLI(t, nil, "election", "--help")
 	require.Equal(t, 0, code)
-	for _, want := range []string{"--term-grace", "--max-silence", "--require-worker-ready", "--worker-output", "<election-id> <candidate-id> <worker-program> -- <hold command ...>"} {
+	for _, want := range []string{"--term-grace", "--max-silence", "--require-worker-ready", "--worker-output", "<election-id> <candidate-id> <worker-program> [-- <hold command ...>]"} {
 		require.Contains(t, out, want)
 	}
 	code, out, _ = runCLI(t, nil, "--help")

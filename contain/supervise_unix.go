@@ -66,7 +66,7 @@ func openHost(cfg Config, events, workerOut *os.File) (host, error) {
 	h.link, h.runName, err = launchGuardian(msg{Argv: cfg.Hold, Env: cfg.Env,
 		WorkerArgv: []string{cfg.Worker}, WorkerEnv: workerEnv(cfg.Env),
 		Backend: &cfg.Backend, GraceMs: cfg.Grace.Milliseconds(), ProofMs: cfg.ProofBound.Milliseconds()},
-		events, workerOut)
+		events, workerOut, cfg.Interlock)
 	if h.link == nil {
 		h.backstop.Close()
 		return nil, err
@@ -157,13 +157,16 @@ func nameRun(guardian int) (string, error) {
 }
 
 // fallbackSweeper is the supervisor's own teardown when the guardian is gone: the
-// whole run's cgroup (recursively) when there is one, then every descendant.
+// whole run's cgroup (recursively) when there is one, then every descendant,
+// and on macOS the guardian's session too (followRun; a no-op on Linux, where
+// the supervisor is a subreaper and the descendants are the whole run).
 func fallbackSweeper(b Backend, name string) *sweeper {
 	s := newSweeper()
 	if b.Name == BackendCgroup {
 		s.backend = BackendCgroup
 		s.container = func(proof time.Duration) ([]int, bool, error) { return killRun(b, name, proof) }
 	}
+	s.followRun(name)
 	return s
 }
 
@@ -187,7 +190,7 @@ func sweepStale(b Backend, _ time.Duration, diag io.Writer) {
 // hold's event pipe (write end), where the worker's output goes, and init. The
 // returned link is live even on error when the guardian started, so the caller
 // can still contain whatever it began.
-func launchGuardian(init msg, events, workerOut *os.File) (*link, string, error) {
+func launchGuardian(init msg, events, workerOut, interlock *os.File) (*link, string, error) {
 	mine, theirs, err := socketpair()
 	if err != nil {
 		return nil, "", err
@@ -204,7 +207,11 @@ func launchGuardian(init msg, events, workerOut *os.File) (*link, string, error)
 	l := newLink()
 	reaper(&l.mu, l.onReapedLocked)
 	l.mu.Lock() // registered before the reaper can see it exit
-	l.pid, err = startHelper(GuardianArg, []*os.File{devnull, devnull, os.Stderr, theirs, events, workerOut}, true)
+	files := []*os.File{devnull, devnull, os.Stderr, theirs, events, workerOut}
+	if interlock != nil {
+		files = append(files, interlock) // fdInterlock
+	}
+	l.pid, err = startHelper(GuardianArg, files, true)
 	l.mu.Unlock()
 	if err != nil {
 		return nil, "", fmt.Errorf("detached guardian could not be armed: %w", err)

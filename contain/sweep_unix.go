@@ -25,6 +25,10 @@ type sweeper struct {
 	r    *platform.ProcReader
 	buf  []platform.Proc
 	seen map[int]struct{} // pids this teardown ended, for the report
+	// termed are the processes that got their SIGTERM: each gets one, so a
+	// worker cleaning up in its TERM handler is not interrupted again and
+	// again during the grace period.
+	termed map[procKey]struct{}
 
 	// container, when set, is the group's kernel container (a cgroup leaf): it
 	// kills every member at once and reports the pids it held and whether the
@@ -81,6 +85,31 @@ func (s *sweeper) signalAll(procs []platform.Proc, sig syscall.Signal) error {
 	return firstErr
 }
 
+// procKey names one process for its lifetime: a pid and its start time.
+type procKey struct {
+	pid   int
+	start uint64
+}
+
+// terminateNew sends SIGTERM to the members of live that have not had one.
+func (s *sweeper) terminateNew(live []platform.Proc) error {
+	if s.termed == nil {
+		s.termed = map[procKey]struct{}{}
+	}
+	fresh := live[:0:0]
+	for _, p := range live {
+		k := procKey{p.Pid, p.StartTicks}
+		if _, done := s.termed[k]; !done {
+			s.termed[k] = struct{}{}
+			fresh = append(fresh, p)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	return s.signalAll(fresh, syscall.SIGTERM)
+}
+
 // terminate ends the tree below root: SIGTERM to every member, wait until they are
 // all gone or termUntil passes, then sweeps of SIGSTOP-everything-then-SIGKILL-
 // everything until a scan finds no live member, then waits up to proofBound for
@@ -97,7 +126,7 @@ func (s *sweeper) terminate(root int, skip []int, termUntil time.Time, proofBoun
 
 	live, err := s.alive(root, skip)
 	if err == nil && len(live) > 0 && time.Now().Before(termUntil) {
-		err = s.signalAll(live, syscall.SIGTERM)
+		err = s.terminateNew(live)
 		// Poll quickly at first: a TERM-obedient worker is usually gone within a
 		// few milliseconds and the terminal line is waiting on this proof.
 		for step := time.Millisecond; err == nil && time.Now().Before(termUntil); step = min(step*2, 10*time.Millisecond) {
@@ -105,7 +134,7 @@ func (s *sweeper) terminate(root int, skip []int, termUntil time.Time, proofBoun
 				break
 			}
 			// Members forked after the first TERM get theirs too.
-			_ = s.signalAll(live, syscall.SIGTERM)
+			_ = s.terminateNew(live)
 			s.settle(live, min(step, time.Until(termUntil)), termUntil)
 		}
 	}

@@ -16,6 +16,10 @@ type Containment struct {
 	ProvenEmpty bool
 	Killed      int
 	DurationMs  int64
+	// Limit is what the proof cannot cover on this platform (macOS only, see
+	// contain.Report.Limit). It is written only when set, so Linux and
+	// Windows lines keep their exact bytes.
+	Limit string
 }
 
 // Line is one supervisor stdout line. Optional fields are omitted when unset,
@@ -93,6 +97,10 @@ func (l Line) Encode() []byte {
 		w.raw(strconv.Itoa(c.Killed))
 		w.raw(`,"duration_ms":`)
 		w.raw(strconv.FormatInt(c.DurationMs, 10))
+		if c.Limit != "" {
+			w.raw(`,"limit":`)
+			w.str(c.Limit)
+		}
 		w.raw(`}`)
 	}
 	w.raw("}\n")

@@ -35,6 +35,23 @@ func TestLineEncodeGolden(t *testing.T) {
 			want: `{"schema_version":1,"source":"octostore-supervisor","sequence":5,"event":"lost","kind":"lock","name":"repo/octostore/issue-1842","term":42,"reason_code":"lease_not_current","worker_exit_code":143,"containment":{"backend":"cgroup","proven_empty":true,"killed":3,"duration_ms":412}}` + "\n",
 		},
 		{
+			name: "empty limit keeps the Linux and Windows bytes",
+			line: Line{
+				Sequence: 4, Event: Released, Kind: Lock, Name: testLock, Term: u64Ptr(9),
+				Containment: &Containment{Backend: "job", ProvenEmpty: true, Killed: 2, DurationMs: 30, Limit: ""},
+			},
+			want: `{"schema_version":1,"source":"octostore-supervisor","sequence":4,"event":"released","kind":"lock","name":"repo/octostore/issue-1842","term":9,"containment":{"backend":"job","proven_empty":true,"killed":2,"duration_ms":30}}` + "\n",
+		},
+		{
+			name: "macOS limit is written last in containment, escaped like every string",
+			line: Line{
+				Sequence: 6, Event: Lost, Kind: Election, Name: testRoom, CandidateID: strPtr(testCandidate), Term: u64Ptr(3),
+				ReasonCode:  "term_changed",
+				Containment: &Containment{Backend: "process-group", ProvenEmpty: true, Killed: 1, DurationMs: 7, Limit: "a process that leaves the group \"unseen\" <b>"},
+			},
+			want: `{"schema_version":1,"source":"octostore-supervisor","sequence":6,"event":"lost","kind":"election","name":"g15BTc54MStBoX-momDJm6uBhJQKKtqQ","candidate_id":"agent-a","term":3,"reason_code":"term_changed","containment":{"backend":"process-group","proven_empty":true,"killed":1,"duration_ms":7,"limit":"a process that leaves the group \"unseen\" <b>"}}` + "\n",
+		},
+		{
 			name: "zero values that are present stay present",
 			line: Line{
 				Sequence: 18446744073709551615, Event: Uncertain, Kind: Election, Name: testRoom, CandidateID: strPtr(""), Term: u64Ptr(0),

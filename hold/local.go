@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/octostore-supervisor/supervisor/platform"
 )
 
 // The host-local authority (design §5): elections and locks are exclusive OS
@@ -338,11 +340,33 @@ func localSubdir(kind Kind) string {
 }
 
 // localPaths are the root-relative paths of one name's files.
-type localPaths struct{ lock, record, tmp string }
+type localPaths struct{ lock, record, tmp, interlock string }
 
 func pathsFor(kind Kind, escaped string) localPaths {
 	base := path.Join(localSubdir(kind), escaped)
-	return localPaths{lock: base + ".lock", record: base + ".holder", tmp: base + ".holder.tmp"}
+	return localPaths{lock: base + ".lock", record: base + ".holder", tmp: base + ".holder.tmp", interlock: base + ".active"}
+}
+
+// OpenInterlock opens (creating it if needed) the name's interlock file.
+// The room's lock passes to the next holder the instant the previous hold
+// process dies, possibly while that holder's worker is still being torn
+// down. octostore-supervisor closes that gap: it locks the interlock
+// exclusively before it starts a protected worker and unlocks it only after
+// the worker's whole tree is proven gone, so the next supervisor's worker
+// cannot start before the previous one is contained.
+func (s *LocalStore) OpenInterlock(kind Kind, name string) (*os.File, error) {
+	escaped, err := escapeLocalName(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.ensureSubdir(localSubdir(kind)); err != nil {
+		return nil, err
+	}
+	f, err := s.createOrOpen(pathsFor(kind, escaped).interlock, os.O_RDWR)
+	if err != nil {
+		return nil, fmt.Errorf("open the interlock file of %s %q: %w", kind, name, err)
+	}
+	return f, nil
 }
 
 // createOrOpen opens rel with flag, creating it (O_EXCL, then with the
@@ -382,7 +406,7 @@ func (s *LocalStore) bumpTerm(stop <-chan struct{}) (uint64, error) {
 	}
 	defer f.Close()
 	for {
-		ok, err := tryLockFile(f, true)
+		ok, err := platform.TryLockFile(f, true)
 		if err != nil {
 			return 0, fmt.Errorf("lock term counter %s: %w", s.join(localTermFile), err)
 		}

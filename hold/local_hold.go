@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/octostore-supervisor/supervisor/events"
+	"github.com/octostore-supervisor/supervisor/platform"
 )
 
 // LocalElectionHold is `octostore election hold --server local|file://…`: it
@@ -278,7 +279,7 @@ func (r *localRun) tryAcquire() (*os.File, acquireState, error) {
 		if err != nil {
 			return nil, acquireBusy, fmt.Errorf("open %s: %w", r.store.join(r.paths.lock), err)
 		}
-		ok, err := tryLockFile(f, true)
+		ok, err := platform.TryLockFile(f, true)
 		if err != nil || !ok {
 			f.Close()
 			if err != nil {
@@ -382,7 +383,7 @@ func (r *localRun) releaseFile(f *os.File, term uint64) error {
 	if err := r.store.root.Remove(r.paths.record); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", r.store.join(r.paths.record), err)
 	}
-	return unlockFile(f)
+	return platform.UnlockFile(f)
 }
 
 func (r *localRun) authorityEvent() string {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/octostore-supervisor/supervisor/events"
+	"github.com/octostore-supervisor/supervisor/platform"
 )
 
 // LocalHolder is the current holder as its record describes it.
@@ -60,9 +61,9 @@ func (s *LocalStore) Status(kind Kind, name string) (LocalStatus, error) {
 	case err != nil:
 		return LocalStatus{}, fmt.Errorf("open %s: %w", s.join(p.lock), err)
 	default:
-		got, lerr := tryLockFile(f, false)
+		got, lerr := platform.TryLockFile(f, false)
 		if got {
-			lerr = errors.Join(lerr, unlockFile(f))
+			lerr = errors.Join(lerr, platform.UnlockFile(f))
 		}
 		f.Close()
 		if lerr != nil {

@@ -76,48 +76,6 @@ func checkStateDirOwnership(d *os.File, dir string, shared bool) error {
 	return nil
 }
 
-// tryLockFile takes flock(LOCK_EX or LOCK_SH) without waiting; false means
-// another open file description holds a conflicting lock. flock locks belong
-// to the open file, not the process, so two holds in one process exclude each
-// other just as two processes do, and the kernel drops the lock when the
-// holder dies.
-func tryLockFile(f *os.File, exclusive bool) (bool, error) {
-	how := unix.LOCK_SH
-	if exclusive {
-		how = unix.LOCK_EX
-	}
-	raw, err := f.SyscallConn()
-	if err != nil {
-		return false, err
-	}
-	var lerr error
-	if err := raw.Control(func(fd uintptr) {
-		for {
-			if lerr = unix.Flock(int(fd), how|unix.LOCK_NB); !errors.Is(lerr, unix.EINTR) {
-				return
-			}
-		}
-	}); err != nil {
-		return false, err
-	}
-	if errors.Is(lerr, unix.EWOULDBLOCK) {
-		return false, nil
-	}
-	return lerr == nil, lerr
-}
-
-func unlockFile(f *os.File) error {
-	raw, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var lerr error
-	if err := raw.Control(func(fd uintptr) { lerr = unix.Flock(int(fd), unix.LOCK_UN) }); err != nil {
-		return err
-	}
-	return lerr
-}
-
 // fileLinks is the open file's link count: 0 once it was unlinked or renamed
 // over.
 func fileLinks(f *os.File) (uint64, error) {

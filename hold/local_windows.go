@@ -140,34 +140,6 @@ func checkReliableLocks(_ *os.File, dir string) error {
 	return nil
 }
 
-// lockOffset puts the locked byte far beyond any content: LockFileEx locks
-// are mandatory, and a lock on real bytes would make other processes' reads
-// of those bytes fail.
-const lockOffset = 1 << 62
-
-func lockOverlapped() *windows.Overlapped {
-	return &windows.Overlapped{Offset: uint32(lockOffset & 0xFFFFFFFF), OffsetHigh: uint32(lockOffset >> 32)}
-}
-
-// tryLockFile takes LockFileEx (exclusive or shared) on one byte without
-// waiting; the kernel drops it when the holder's handle closes or the holder
-// dies.
-func tryLockFile(f *os.File, exclusive bool) (bool, error) {
-	flags := uint32(windows.LOCKFILE_FAIL_IMMEDIATELY)
-	if exclusive {
-		flags |= windows.LOCKFILE_EXCLUSIVE_LOCK
-	}
-	err := windows.LockFileEx(windows.Handle(f.Fd()), flags, 0, 1, 0, lockOverlapped())
-	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) || errors.Is(err, windows.ERROR_IO_PENDING) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
-func unlockFile(f *os.File) error {
-	return windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, lockOverlapped())
-}
-
 // fileLinks is the open file's link count (GetFileInformationByHandle): 0
 // once it was deleted. The ownership proof then compares this handle's file
 // ID with the path's (os.SameFile, which uses the volume serial number and

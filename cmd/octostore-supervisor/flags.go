@@ -25,7 +25,7 @@ func superviseFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "ready-timeout", Value: contain.DefaultReadyTimeout, Usage: "how long a required ready file may take"},
 		&cli.DurationFlag{Name: "release-timeout", Value: contain.DefaultReleaseBudget, Usage: "how long the hold gets to confirm its release after SIGTERM"},
 		&cli.StringFlag{Name: "worker-output", Value: string(contain.WorkerOutputStderr), Usage: "where the worker's stdout and stderr go: stderr (stdout stays supervisor-only) or inherit"},
-	}, backendFlags()...)
+	}, append(embeddedFlags(), backendFlags()...)...)
 }
 
 // backendFlags choose and shape the containment backend (supervise and run).
@@ -54,8 +54,8 @@ func resolveBackend(c *cli.Context) (contain.Backend, error) {
 	return b, nil
 }
 
-// envSeconds validates one of the reference supervisor's integer-seconds variables.
-func envSeconds(env []string, name string) (string, bool) {
+// envValue looks a variable up in an environment list; the last one wins.
+func envValue(env []string, name string) (string, bool) {
 	for i := len(env) - 1; i >= 0; i-- {
 		if k, v, ok := strings.Cut(env[i], "="); ok && k == name {
 			return v, true
@@ -83,10 +83,17 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 		ProofBound: contain.DefaultProofBound,
 	}
 	args := c.Args().Slice()
-	if len(args) < 5 || args[3] != "--" {
-		return cfg, usageError{"expected <expected-name> <expected-candidate|-> <worker-program> -- <hold command ...>\n" + usageLine}
+	embedded := len(args) == 3
+	if !embedded && (len(args) < 5 || args[3] != "--") {
+		return cfg, usageError{"expected <expected-name> <expected-candidate|-> <worker-program> [-- <hold command ...>]\n" + usageLine}
 	}
-	cfg.Name, cfg.Candidate, cfg.Worker, cfg.Hold = args[0], args[1], args[2], args[4:]
+	cfg.Name, cfg.Candidate, cfg.Worker = args[0], args[1], args[2]
+	if !embedded {
+		cfg.Hold = args[4:]
+		if err := embeddedOnly(c); err != nil {
+			return cfg, err
+		}
+	}
 	if cfg.Name == "" {
 		return cfg, usageError{"the expected " + kind + " name must not be empty\n" + usageLine}
 	}
@@ -101,7 +108,7 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 	}
 
 	// Environment first (upstream's contract), then flags override.
-	if v, ok := envSeconds(env, "OCTOSTORE_SUPERVISOR_TERM_GRACE_SECONDS"); ok {
+	if v, ok := envValue(env, "OCTOSTORE_SUPERVISOR_TERM_GRACE_SECONDS"); ok {
 		if !digitsOnly(v) {
 			return cfg, usageError{"TERM grace must be a positive integer"}
 		}
@@ -111,7 +118,7 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 		}
 		cfg.Grace = time.Duration(n) * time.Second
 	}
-	if v, ok := envSeconds(env, "OCTOSTORE_SUPERVISOR_MAX_SILENCE_SECONDS"); ok {
+	if v, ok := envValue(env, "OCTOSTORE_SUPERVISOR_MAX_SILENCE_SECONDS"); ok {
 		if !digitsOnly(v) {
 			return cfg, usageError{"OCTOSTORE_SUPERVISOR_MAX_SILENCE_SECONDS must be a positive integer"}
 		}
@@ -124,7 +131,7 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 		}
 		cfg.SilenceCap = time.Duration(n) * time.Second
 	}
-	if v, ok := envSeconds(env, "OCTOSTORE_SUPERVISOR_REQUIRE_WORKER_READY"); ok {
+	if v, ok := envValue(env, "OCTOSTORE_SUPERVISOR_REQUIRE_WORKER_READY"); ok {
 		if v != "0" && v != "1" {
 			return cfg, usageError{"worker readiness requirement must be 0 or 1"}
 		}
@@ -162,12 +169,18 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 		return cfg, usageError{"worker program is not executable: " + cfg.Worker}
 	}
 	cfg.Worker = worker
-	hold, err := exec.LookPath(cfg.Hold[0])
-	if err != nil {
-		return cfg, usageError{"hold command not found or not executable: " + cfg.Hold[0]}
-	}
-	if cfg.Hold[0], err = filepath.Abs(hold); err != nil {
-		return cfg, usageError{"hold command path: " + err.Error()}
+	if embedded {
+		if cfg.Hold, cfg.Interlock, err = embeddedHold(c, kind, cfg.Name, args[1], env); err != nil {
+			return cfg, err
+		}
+	} else {
+		hold, err := exec.LookPath(cfg.Hold[0])
+		if err != nil {
+			return cfg, usageError{"hold command not found or not executable: " + cfg.Hold[0]}
+		}
+		if cfg.Hold[0], err = filepath.Abs(hold); err != nil {
+			return cfg, usageError{"hold command path: " + err.Error()}
+		}
 	}
 	cfg.Backend, err = resolveBackend(c)
 	return cfg, err

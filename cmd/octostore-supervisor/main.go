@@ -12,12 +12,13 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/octostore-supervisor/supervisor/contain"
+	"github.com/octostore-supervisor/supervisor/internal/holdcli"
 )
 
 // version is stamped by the Makefile (-ldflags "-X main.version=...").
 var version = "dev"
 
-const usageLine = "usage: octostore-supervisor [flags] <election|lock> <expected-name> <expected-candidate|-> <worker-program> -- <hold command ...>"
+const usageLine = "usage: octostore-supervisor [flags] <election|lock> <expected-name> <expected-candidate|-> <worker-program> [-- <hold command ...>]"
 
 func main() {
 	// The guardian and shims are this same binary re-executed; they are internal
@@ -32,6 +33,12 @@ func main() {
 	}
 	if len(os.Args) > 2 && os.Args[1] == contain.JoinArg {
 		os.Exit(contain.JoinMain(os.Args[2:]))
+	}
+	// The embedded hold: the octostore client, run as the supervisor's hold
+	// process (see embeddedHold).
+	if len(os.Args) > 1 && os.Args[1] == HoldArg {
+		args := append([]string{"octostore"}, os.Args[2:]...)
+		os.Exit(holdcli.Main(version, args, os.LookupEnv, holdcli.Streams{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}))
 	}
 	os.Exit(run(os.Args, os.Environ(), os.Stdout, os.Stderr))
 }
@@ -119,9 +126,9 @@ func usageErr(_ *cli.Context, err error, _ bool) error {
 
 func argsUsage(kind string) string {
 	if kind == "lock" {
-		return "<lock-name> - <worker-program> -- <hold command ...>"
+		return "<lock-name> - <worker-program> [-- <hold command ...>]"
 	}
-	return "<election-id> <candidate-id> <worker-program> -- <hold command ...>"
+	return "<election-id> <candidate-id> <worker-program> [-- <hold command ...>]"
 }
 
 const description = `The hold command (normally "octostore election hold ... --json" or

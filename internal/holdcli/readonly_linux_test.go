@@ -1,4 +1,4 @@
-package main
+package holdcli
 
 import (
 	"bufio"
@@ -41,7 +41,7 @@ func envOf(m map[string]string) func(string) (string, bool) {
 // no signal handlers and return).
 func runCLI(env map[string]string, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
-	code := run(append([]string{"octostore"}, args...), envOf(env), &out, &errb)
+	code := runTest(append([]string{"octostore"}, args...), envOf(env), &out, &errb)
 	return code, out.String(), errb.String()
 }
 

@@ -1,4 +1,4 @@
-package main
+package holdcli
 
 import (
 	"context"
@@ -133,6 +133,12 @@ func apiFailure(err error, token string) error {
 
 func electionCreate(env hold.LookupEnv, stdout io.Writer) *cli.Command {
 	return readCommand("create", "create one election room; give its ID to every candidate", "", false, func(c *cli.Context) error {
+		if store, _, ok, err := localFor(c, env, hold.KindElection); ok {
+			if err != nil {
+				return err
+			}
+			return localCreate(c, store, stdout)
+		}
 		client, err := publicClientFor(c, env)
 		if err != nil {
 			return err
@@ -154,6 +160,12 @@ func electionCreate(env hold.LookupEnv, stdout io.Writer) *cli.Command {
 
 func electionStatus(env hold.LookupEnv, stdout io.Writer) *cli.Command {
 	return readCommand("status", "print the current leader or vacant state", "<election_id>", false, func(c *cli.Context) error {
+		if store, _, ok, err := localFor(c, env, hold.KindElection); ok {
+			if err != nil {
+				return err
+			}
+			return localStatus(c, store, hold.KindElection, stdout)
+		}
 		client, err := publicClientFor(c, env)
 		if err != nil {
 			return err
@@ -181,6 +193,12 @@ func electionStatus(env hold.LookupEnv, stdout io.Writer) *cli.Command {
 
 func lockStatus(env hold.LookupEnv, in io.Reader, stdout, stderr io.Writer) *cli.Command {
 	return readCommand("status", "print whether a lock is free or held (bearer token from OCTOSTORE_TOKEN_FILE or OCTOSTORE_TOKEN)", "<name>", true, func(c *cli.Context) error {
+		if store, _, ok, err := localFor(c, env, hold.KindLock); ok {
+			if err != nil {
+				return err
+			}
+			return localStatus(c, store, hold.KindLock, stdout)
+		}
 		client, token, err := lockClientAndToken(c, env, in, stderr)
 		if err != nil {
 			return err
@@ -202,6 +220,13 @@ func lockStatus(env hold.LookupEnv, in io.Reader, stdout, stderr io.Writer) *cli
 
 func electionWatch(env hold.LookupEnv, stdout, stderr io.Writer, code *int) *cli.Command {
 	return readCommand("watch", "print the election's status now and after every change, until interrupted", "<election_id>", false, func(c *cli.Context) error {
+		if store, _, ok, err := localFor(c, env, hold.KindElection); ok {
+			if err != nil {
+				return err
+			}
+			*code = localWatch(c, store, hold.KindElection, stdout, stderr)
+			return nil
+		}
 		client, err := publicClientFor(c, env)
 		if err != nil {
 			return err
@@ -214,6 +239,13 @@ func electionWatch(env hold.LookupEnv, stdout, stderr io.Writer, code *int) *cli
 
 func lockWatch(env hold.LookupEnv, in io.Reader, stdout, stderr io.Writer, code *int) *cli.Command {
 	return readCommand("watch", "print the lock's status now and after every change, until interrupted (bearer token as for lock status)", "<name>", true, func(c *cli.Context) error {
+		if store, _, ok, err := localFor(c, env, hold.KindLock); ok {
+			if err != nil {
+				return err
+			}
+			*code = localWatch(c, store, hold.KindLock, stdout, stderr)
+			return nil
+		}
 		client, token, err := lockClientAndToken(c, env, in, stderr)
 		if err != nil {
 			return err

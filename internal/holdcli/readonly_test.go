@@ -1,4 +1,4 @@
-package main
+package holdcli
 
 import (
 	"bytes"
@@ -45,7 +45,7 @@ func TestReadCommandUsage(t *testing.T) {
 	} {
 		env := func(k string) (string, bool) { v, ok := c.env[k]; return v, ok }
 		var out, errb bytes.Buffer
-		require.Equal(t, 64, run(c.args, env, &out, &errb), c.args)
+		require.Equal(t, 64, runTest(c.args, env, &out, &errb), c.args)
 		require.Contains(t, errb.String(), c.want, c.args)
 		require.Empty(t, out.String(), c.args)
 	}

@@ -1,11 +1,15 @@
-package main
+package holdcli
 
 import (
 	"bytes"
+	"io"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/octostore-supervisor/supervisor/hold"
 )
 
 // Flags may follow the election id (upstream's documented form), and an id that
@@ -38,7 +42,7 @@ func TestElectionHoldUsage(t *testing.T) {
 		{[]string{"octostore", "election", "hold", "room", "--candidate", "a", "--bogus"}, "flag provided but not defined"},
 	} {
 		var out, errb bytes.Buffer
-		require.Equal(t, 64, run(c.args, env, &out, &errb), c.args)
+		require.Equal(t, 64, runTest(c.args, env, &out, &errb), c.args)
 		require.Contains(t, errb.String(), c.want)
 		require.Empty(t, out.String())
 	}
@@ -64,8 +68,13 @@ func TestLockHoldUsage(t *testing.T) {
 	} {
 		env := func(k string) (string, bool) { v, ok := c.env[k]; return v, ok }
 		var out, errb bytes.Buffer
-		require.Equal(t, 64, run(c.args, env, &out, &errb), c.args)
+		require.Equal(t, 64, runTest(c.args, env, &out, &errb), c.args)
 		require.Contains(t, errb.String(), c.want, c.args)
 		require.Empty(t, out.String())
 	}
+}
+
+// runTest is Main for the tests: version "test", empty stdin.
+func runTest(args []string, env hold.LookupEnv, stdout, stderr io.Writer) int {
+	return run("test", args, env, strings.NewReader(""), stdout, stderr)
 }

@@ -1,0 +1,346 @@
+package holdcli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/octostore-supervisor/supervisor/hold"
+)
+
+// Streams are the standard streams a command runs with; Stdin is where
+// OCTOSTORE_TOKEN_FILE=- reads the token from.
+type Streams struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// Main runs the octostore command line args (args[0] is the program name) and
+// returns its exit status. It is the whole of cmd/octostore, and of
+// octostore-supervisor's embedded hold, which re-executes that binary.
+func Main(version string, args []string, env hold.LookupEnv, s Streams) int {
+	return run(version, args, env, s.Stdin, s.Stdout, s.Stderr)
+}
+
+// exitError carries an exit code and a one-line message for stderr.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
+
+func usage(msg string) error { return exitError{hold.ExitUsage, msg} }
+
+func run(version string, args []string, env hold.LookupEnv, stdin io.Reader, stdout, stderr io.Writer) int {
+	code := hold.ExitOK
+	app := &cli.App{
+		Name:            "octostore",
+		Usage:           "hold OctoStore election leadership and print its events",
+		Version:         version,
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		ExitErrHandler:  func(*cli.Context, error) {},
+		OnUsageError:    func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
+		Commands: []*cli.Command{
+			{
+				Name:  "election",
+				Usage: "elections: hold leadership",
+				Subcommands: []*cli.Command{
+					electionHold(env, stdout, stderr, &code),
+					electionCreate(env, stdout), electionStatus(env, stdout), electionWatch(env, stdout, stderr, &code),
+				},
+				OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
+			},
+			{
+				Name:  "lock",
+				Usage: "locks: hold one exact work item",
+				Subcommands: []*cli.Command{
+					lockHold(env, stdin, stdout, stderr, &code),
+					lockStatus(env, stdin, stdout, stderr), lockWatch(env, stdin, stdout, stderr, &code),
+				},
+				OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
+			},
+			{
+				Name:  "serve",
+				Usage: "not part of this client",
+				Action: func(*cli.Context) error {
+					return usage("serve is not part of this client; to self-host an authority, run the upstream octostore server")
+				},
+			},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return usage("a command is required (election hold ...); serve is not part of this client")
+			}
+			return usage(fmt.Sprintf("unknown command %q", c.Args().First()))
+		},
+	}
+	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintf(c.App.Writer, "octostore %s\n", c.App.Version) }
+	if err := app.Run(intersperse(args)); err != nil {
+		var ee exitError
+		if errors.As(err, &ee) {
+			// Messages can quote argv (an unknown flag, a help topic);
+			// escaping control characters keeps a crafted argument from
+			// forging extra lines on stderr.
+			fmt.Fprintf(stderr, "octostore: %s\n", terminalSafe(ee.msg))
+			return ee.code
+		}
+		fmt.Fprintf(stderr, "octostore: %s\n", terminalSafe(err.Error()))
+		return hold.ExitUsage
+	}
+	return code
+}
+
+// durationFlag takes the hold's own duration syntax (ms, s, m, h, or bare seconds).
+func durationFlag(c *cli.Context, name string, def time.Duration) (time.Duration, bool, error) {
+	if !c.IsSet(name) {
+		return def, false, nil
+	}
+	d, err := hold.ParseDuration(c.String(name))
+	return d, true, err
+}
+
+func electionHold(env hold.LookupEnv, stdout, stderr io.Writer, code *int) *cli.Command {
+	return &cli.Command{
+		Name:      "hold",
+		Usage:     "campaign for leadership of an election and hold it until lost or signalled",
+		ArgsUsage: "<election_id>",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "candidate", Required: true, Usage: "this candidate's id (1-64 ASCII letters, digits, - _ . :)"},
+		}, holdFlags(30, "leadership TTL in seconds (5-300)", "OctoStore server URL (default $OCTOSTORE_URL, else "+hold.DefaultElectionServer+")")...),
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usage("election hold needs exactly one <election_id>")
+			}
+			// Validation order of the upstream CLI: TTL, candidate, acquire
+			// timeout, then server, timeouts and CA bundle.
+			ttl, err := ttlFlag(c, hold.KindElection)
+			if err != nil {
+				return err
+			}
+			if err := hold.ValidateCandidate(c.String("candidate")); err != nil {
+				return usage(err.Error())
+			}
+			acquire, err := acquireFlag(c)
+			if err != nil {
+				return err
+			}
+			if store, shutdown, ok, err := localFor(c, env, hold.KindElection); ok {
+				if err != nil {
+					return err
+				}
+				*code = localHold(c, store, hold.KindElection, ttl, acquire, shutdown, stdout, stderr)
+				return nil
+			}
+			client, shutdown, err := clientFor(c, env, hold.KindElection)
+			if err != nil {
+				return err
+			}
+			out, sigs, stop := outputAndSignals(c, stdout)
+			defer stop()
+			h := &hold.ElectionHold{Client: client, Clock: hold.SystemClock{}, Jitter: hold.RandomJitter,
+				ElectionID: c.Args().First(), Candidate: c.String("candidate"), TTL: time.Duration(ttl) * time.Second,
+				AcquireTimeout: acquire, ShutdownTimeout: shutdown, Out: out, Diag: stderr}
+			*code = h.Run(context.Background(), sigs)
+			return nil
+		},
+	}
+}
+
+// subcommands whose flags intersperse reorders.
+var subcommands = map[string]bool{"hold": true, "create": true, "status": true, "watch": true}
+
+// boolFlags of election hold (and help).
+var boolFlags = map[string]bool{"json": true, "allow-insecure-http": true, "help": true, "h": true}
+
+// valueFlags take a value in the next word unless written --flag=value.
+var valueFlags = map[string]bool{
+	"candidate": true, "ttl": true, "acquire-timeout": true, "server": true,
+	"connect-timeout": true, "request-timeout": true, "shutdown-timeout": true,
+}
+
+// intersperse moves the flags after "election hold" (and the other election and
+// lock subcommands) ahead of its positional argument. Upstream's parser (clap)
+// accepts them anywhere and its documented form is `election hold <id>
+// --candidate C --json`; urfave/cli v2 stops parsing flags at the first
+// positional word.
+func intersperse(args []string) []string {
+	if len(args) < 3 || (args[1] != "election" && args[1] != "lock") || !subcommands[args[2]] {
+		return args
+	}
+	var flags, pos []string
+	rest := args[3:]
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if a == "--" {
+			pos = append(pos, rest[i+1:]...)
+			break
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		// "--x" is always a flag (an unknown one is reported as such); a single
+		// '-' word is a flag only when known, since an election id may start
+		// with '-'.
+		if strings.HasPrefix(a, "--") || (len(a) > 1 && a[0] == '-' && (valueFlags[name] || boolFlags[name])) {
+			flags = append(flags, a)
+			if valueFlags[name] && !strings.Contains(a, "=") && i+1 < len(rest) {
+				i++
+				flags = append(flags, rest[i])
+			}
+			continue
+		}
+		pos = append(pos, a)
+	}
+	out := append(append([]string{}, args[:3]...), flags...)
+	return append(append(out, "--"), pos...)
+}
+
+// clientFor validates the server, the timeouts and the CA bundle (in
+// upstream's order, after the command's own checks) and builds the client.
+func clientFor(c *cli.Context, env hold.LookupEnv, kind hold.Kind) (*hold.Client, time.Duration, error) {
+	var flag *string
+	if c.IsSet("server") {
+		s := c.String("server")
+		flag = &s
+	}
+	envURL, _ := env("OCTOSTORE_URL")
+	raw, err := hold.ResolveServer(flag, envURL, kind)
+	if err != nil {
+		return nil, 0, usage(err.Error())
+	}
+	server, err := hold.ValidateServer(raw, true, c.Bool("allow-insecure-http"))
+	if err != nil {
+		return nil, 0, usage(err.Error())
+	}
+	connect, _, err1 := durationFlag(c, "connect-timeout", 5*time.Second)
+	request, _, err2 := durationFlag(c, "request-timeout", 10*time.Second)
+	shutdown, _, err3 := durationFlag(c, "shutdown-timeout", 2*time.Second)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, 0, usage(err.Error())
+	}
+	if err := hold.ValidateTimeouts(connect, request, shutdown); err != nil {
+		return nil, 0, usage(err.Error())
+	}
+	var ca *string
+	if v, ok := env("OCTOSTORE_CA_BUNDLE"); ok {
+		ca = &v
+	}
+	client, err := hold.NewClient(hold.ClientOptions{Server: server, CapabilityBearing: true,
+		ConnectTimeout: connect, RequestTimeout: request, CABundle: ca})
+	if err != nil {
+		return nil, 0, usage(err.Error())
+	}
+	return client, shutdown, nil
+}
+
+// outputAndSignals picks JSONL or human output and installs the signal
+// handlers. Upstream installs them only after validation: from here on a
+// signal means "release and exit", never instant death.
+func outputAndSignals(c *cli.Context, stdout io.Writer) (io.Writer, chan os.Signal, func()) {
+	out := stdout
+	if !c.Bool("json") {
+		out = &humanWriter{w: stdout}
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	return out, sigs, func() { signal.Stop(sigs) }
+}
+
+func lockHold(env hold.LookupEnv, in io.Reader, stdout, stderr io.Writer, code *int) *cli.Command {
+	return &cli.Command{
+		Name:         "hold",
+		Usage:        "acquire a lock and hold it until lost or signalled (bearer token from OCTOSTORE_TOKEN_FILE or OCTOSTORE_TOKEN)",
+		ArgsUsage:    "<name>",
+		Flags:        holdFlags(120, "lease TTL in seconds (1-3600)", "OctoStore server URL (or $OCTOSTORE_URL; required for locks)"),
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usage("lock hold needs exactly one <name>")
+			}
+			// Upstream's order: TTL, acquire timeout, server/timeouts/CA, token.
+			ttl, err := ttlFlag(c, hold.KindLock)
+			if err != nil {
+				return err
+			}
+			acquire, err := acquireFlag(c)
+			if err != nil {
+				return err
+			}
+			// The local authority needs no bearer token.
+			if store, shutdown, ok, err := localFor(c, env, hold.KindLock); ok {
+				if err != nil {
+					return err
+				}
+				*code = localHold(c, store, hold.KindLock, ttl, acquire, shutdown, stdout, stderr)
+				return nil
+			}
+			client, shutdown, err := clientFor(c, env, hold.KindLock)
+			if err != nil {
+				return err
+			}
+			token, warning, err := hold.LoadToken(env, in)
+			if err != nil {
+				return usage(err.Error())
+			}
+			if warning != "" {
+				fmt.Fprintf(stderr, "octostore: %s\n", warning)
+			}
+			out, sigs, stop := outputAndSignals(c, stdout)
+			defer stop()
+			h := &hold.LockHold{Client: client, Clock: hold.SystemClock{}, Jitter: hold.RandomJitter,
+				Name: c.Args().First(), TTL: time.Duration(ttl) * time.Second, Token: token,
+				AcquireTimeout: acquire, ShutdownTimeout: shutdown, Out: out, Diag: stderr}
+			*code = h.Run(context.Background(), sigs)
+			return nil
+		},
+	}
+}
+
+// holdFlags are the flags election hold and lock hold share.
+func holdFlags(ttl uint, ttlUsage, serverUsage string) []cli.Flag {
+	return []cli.Flag{
+		&cli.UintFlag{Name: "ttl", Value: ttl, Usage: ttlUsage},
+		&cli.StringFlag{Name: "acquire-timeout", Usage: "give up acquiring after this long (exit 11); default: wait forever"},
+		&cli.StringFlag{Name: "server", Usage: serverUsage},
+		&cli.BoolFlag{Name: "allow-insecure-http", Usage: "allow plain http to a non-loopback server (development only)"},
+		&cli.BoolFlag{Name: "json", Usage: "print one JSON event per line (what octostore-supervisor reads)"},
+		&cli.StringFlag{Name: "connect-timeout", Value: "5s"},
+		&cli.StringFlag{Name: "request-timeout", Value: "10s"},
+		&cli.StringFlag{Name: "shutdown-timeout", Value: "2s"},
+	}
+}
+
+// ttlFlag reads --ttl within the kind's bounds.
+func ttlFlag(c *cli.Context, kind hold.Kind) (uint32, error) {
+	v := c.Uint("ttl")
+	if v > 1<<32-1 {
+		v = 0 // out of range either way; ValidateTTL words the message
+	}
+	if err := hold.ValidateTTL(kind, uint32(v)); err != nil {
+		return 0, usage(err.Error())
+	}
+	return uint32(v), nil
+}
+
+// acquireFlag reads --acquire-timeout; nil means wait forever (0 is allowed
+// and times out at once).
+func acquireFlag(c *cli.Context) (*time.Duration, error) {
+	d, set, err := durationFlag(c, "acquire-timeout", 0)
+	if err != nil {
+		return nil, usage(err.Error())
+	}
+	if !set {
+		return nil, nil
+	}
+	return &d, nil
+}
