@@ -5,7 +5,7 @@
 // (shared/spec/hold-protocol.md beside the checkout), and section numbers in
 // comments (§4.2, §5.3, …) refer to it.
 //
-// This file set holds the foundations the hold state machines are built on:
+// It holds:
 //
 //   - local validation (ParseDuration, ValidateCandidate, ValidateTTL), §4.2;
 //   - server selection, WHATWG-style normalisation and the cleartext/loopback
@@ -16,10 +16,17 @@
 //     strict path encoding, error-body decoding and the Failure classes,
 //     §5.1–§5.3;
 //   - the scheduler/continuous clocks, the two-component authority deadline
-//     and the retry/renewal delays with injectable jitter, §6.1–§6.3.
+//     and the retry/renewal delays with injectable jitter, §6.1–§6.3;
+//   - the election and lock holds (ElectionHold, LockHold, §7), status and the
+//     SSE watch (§10);
+//   - the host-local authority (LocalStore, LocalElectionHold, LocalLockHold):
+//     exclusive file locks in a checked state directory, with the same events
+//     and budgets. Holder is the interface both authorities' holds implement.
 //
-// Nothing here prints. Usage problems come back as *UsageError (exit 64) and
-// API problems as *Failure, so the caller decides what goes to stderr and which
-// exit code or event follows. The package reads no environment variables itself:
-// callers pass values (or an os.LookupEnv-shaped function) so tests are hermetic.
+// Holds write their JSONL events and "octostore: …" diagnostics to the writers
+// they are given; nothing else prints. Usage problems come back as *UsageError
+// (exit 64) and API problems as *Failure, so the caller decides what goes to
+// stderr and which exit code follows. The package reads no environment variables
+// itself: callers pass values (or an os.LookupEnv-shaped function) so tests are
+// hermetic.
 package hold
