@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -152,13 +153,23 @@ Exit codes: 0 released, 11 acquire timeout, 20 authority lost/uncertain/stale/ex
 
 // literalPositionals keeps <expected-name> <candidate|-> <worker> literal even
 // when a word starts with '-' (election ids may): they are the three words
-// before the hold command's "--", and a "--" inserted before them ends flag
-// parsing there. The reference script never parsed them as options either.
+// before the hold command's "--" (or the last three in the embedded form), and
+// a "--" inserted before them ends flag parsing there. The reference script
+// never parsed them as options either.
 func literalPositionals(args []string) []string {
 	if len(args) < 2 || (args[1] != "election" && args[1] != "lock") {
 		return args
 	}
 	sep := slices.Index(args[2:], "--")
+	if sep < 0 {
+		// The embedded form has no "--": its three words are the last three.
+		// A name such as an election id may start with '-' (ids are base64url),
+		// so unless that word is one of our flags, end flag parsing before it.
+		if n := len(args); n >= 5 && strings.HasPrefix(args[n-3], "-") && !isFlagWord(args[n-3]) {
+			return slices.Concat(args[:n-3], []string{"--"}, args[n-3:])
+		}
+		return args
+	}
 	if sep < 3 {
 		return args // malformed: let the usual validation report it
 	}
@@ -166,4 +177,20 @@ func literalPositionals(args []string) []string {
 	out := append([]string{}, args[:sep-3]...)
 	out = append(out, "--")
 	return append(out, args[sep-3:]...)
+}
+
+// isFlagWord reports whether w spells one of the supervise flags ("-x",
+// "--x" or "--x=value", and -h/--help).
+func isFlagWord(w string) bool {
+	name := strings.TrimLeft(w, "-")
+	name, _, _ = strings.Cut(name, "=")
+	if name == "h" || name == "help" {
+		return true
+	}
+	for _, f := range superviseFlags() {
+		if slices.Contains(f.Names(), name) {
+			return true
+		}
+	}
+	return false
 }
