@@ -42,6 +42,34 @@ func TestJobLostKillsDetachedGrandchild(t *testing.T) {
 	require.GreaterOrEqual(t, c["killed"], float64(2))
 }
 
+// The worker itself starts a detached grandchild (DETACHED_PROCESS, through a
+// parent that exits) and then exits: its job still holds the grandchild, which
+// is killed and proven gone before anything is reported. Where the hold can be
+// asked to release (real Windows), its released line carries worker_exit_code;
+// under Wine no console event can ask it, so the run ends 70 without a line,
+// and the supervisor's "worker group proven empty" is the report.
+func TestJobWorkerExitsLeavingDetachedGrandchild(t *testing.T) {
+	r := start(t, sc{
+		hold:   []string{"emit:leader,term=1,budget=60000", "forever"},
+		worker: "--detached --exit 0 --exit-after 1s",
+	})
+	r.waitEvent("leader", long)
+	roles := r.waitRoles("worker", "detacher", "detached")
+	require.True(t, r.inJob(roles["detached"]), "the detached grandchild is not in the worker's job")
+	code := r.wait(long)
+	require.Empty(t, r.aliveBesidesSupervisor())
+	require.Contains(t, r.stderr(), "worker group proven empty at")
+	if r.gracefulStopFailed() {
+		require.Equal(t, 70, code, r.stderr())
+		require.Equal(t, []string{"leader"}, r.events())
+		return
+	}
+	require.Equal(t, 0, code, r.stderr())
+	require.Equal(t, []string{"leader", "released"}, r.events())
+	require.EqualValues(t, 0, r.line("released")["worker_exit_code"])
+	require.Equal(t, true, containment(t, r.line("released"))["proven_empty"])
+}
+
 // Killing the supervisor outright (TerminateProcess: no handler, no teardown of
 // its own) still kills everything: its jobs are KILL_ON_JOB_CLOSE, and the
 // kernel closes its handles. No process of the test's job survives it.
