@@ -499,12 +499,19 @@ func (r *lockRun) holdPhase(start Instant, ar AcquireResponse) (int, error) {
 	}
 
 	for {
-		o, err := r.wait(renewAt.Min(r.nextKeepalive), true)
+		// The authority deadline is waited for too: a server may announce a
+		// keepalive interval (up to 30 s) that ends past the 24 s session
+		// bound, and the end of authority must be reported when it comes,
+		// not at the next keepalive.
+		o, err := r.wait(renewAt.Min(r.nextKeepalive).Min(authority()), true)
 		if err != nil {
 			return 0, err
 		}
 		if o == outSignal {
 			return shutdown()
+		}
+		if authority().Reached(clock) {
+			return uncertainHeld()
 		}
 		sessionDue := r.nextKeepalive.Reached(clock)
 		leaseDue := renewAt.Reached(clock)

@@ -236,3 +236,25 @@ func TestControlHTTP(t *testing.T) {
 	require.Equal(t, 204, f.do(t, "DELETE", "/__control/requests", "", "").status)
 	require.Equal(t, `[]`, f.do(t, "GET", "/__control/requests", "", "").body)
 }
+
+// no_effect works for oversized too (as documented on Fault.NoEffect): the
+// padded answer arrives, but the request changed nothing. The hold tests rely
+// on it to feed a client an oversized campaign answer that did not make it
+// leader behind its back.
+func TestFaultOversizedNoEffect(t *testing.T) {
+	f := newFake(t)
+	f.a.MustAddFault(Fault{Route: "campaign", Kind: KindOversized, Count: 1, NoEffect: true})
+	r := f.do(t, "POST", "/elections/room-0001/campaign", `{"candidate_id":"a"}`, "")
+	require.Equal(t, 200, r.status)
+	require.Len(t, r.body, 1<<20+1)
+	require.Equal(t, "{}", strings.TrimSpace(r.body))
+	r = f.do(t, "GET", "/elections/room-0001", "", "")
+	require.Contains(t, r.body, `"status":"vacant"`, "a no_effect campaign made a leader")
+
+	// Without no_effect the campaign takes effect and only the answer is bad.
+	f.a.MustAddFault(Fault{Route: "campaign", Kind: KindOversized, Count: 1, Chunked: true})
+	r = f.do(t, "POST", "/elections/room-0001/campaign", `{"candidate_id":"a"}`, "")
+	require.Len(t, r.body, 1<<20+1)
+	r = f.do(t, "GET", "/elections/room-0001", "", "")
+	require.Contains(t, r.body, `"status":"leader"`)
+}

@@ -229,7 +229,7 @@ func (c *call) handle(rstatus int) (int, bool) {
 	d := c.faults.delivery()
 	if d != nil && d.NoEffect {
 		switch d.Kind {
-		case KindDrop, KindStallHeaders, KindStallBody:
+		case KindDrop, KindStallHeaders, KindStallBody, KindOversized:
 			return c.deliver(&response{status: 200, body: []byte("{}")}, d)
 		case KindDelay:
 			if !c.sleep(d.DelayMs) {
