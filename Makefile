@@ -39,8 +39,11 @@ cross:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzStreamNext -fuzztime 30s ./events/
 
+# The Linux teardown table, then the job-teardown table under Wine
+# (bench-windows, also a target of its own).
 bench:
 	$(GO) test -run '^$$' -bench BenchmarkTable -benchtime 1x -timeout 20m ./contain/
+	$(MAKE) bench-windows
 
 # Windows tests run for real under Wine 8 (Debian wine64), in the project's
 # own prefix bin/wine-prefix with the ProcessPrng shim that Go 1.22+ needs
@@ -49,7 +52,8 @@ bench:
 # bin/windows through OCTOSTORE_WIN_BIN, a Windows path (Wine passes the
 # environment through and maps / to Z:). Missing wine64 or mingw is an
 # error, never a skip.
-WINDOWS_TEST_PKGS ?= ./events/ ./platform/ ./internal/pidfile/ ./testbin/escaper/ ./testbin/fakehold/ ./contain/
+WINDOWS_TEST_PKGS ?= ./events/ ./platform/ ./internal/pidfile/ ./testbin/escaper/ ./testbin/fakehold/ ./contain/ \
+	./hold/ ./internal/holdcli/ ./cmd/octostore/
 WINBIN := $(CURDIR)/$(BIN)/windows
 WINE_EXEC := $(CURDIR)/.ci/wine/exec
 
@@ -59,6 +63,7 @@ windows-bins:
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o $(WINBIN)/octostore.exe ./cmd/octostore
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o $(WINBIN)/fakehold.exe ./testbin/fakehold
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o $(WINBIN)/escaper.exe ./testbin/escaper
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o $(WINBIN)/authority.exe ./testbin/authority
 
 test-windows: windows-bins
 	.ci/wine/setup

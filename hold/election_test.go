@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -28,21 +27,13 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	if runtime.GOOS == "linux" || runtime.GOOS == "darwin" {
-		dir, err := os.MkdirTemp("", "hold-authority-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		bin := filepath.Join(dir, "authority")
-		out, err := exec.Command("go", "build", "-o", bin, "../testbin/authority").CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "building testbin/authority: %v\n%s", err, out)
-			return 1
-		}
-		authorityBin = bin
+	bin, cleanup, err := authorityProgram()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
+	defer cleanup()
+	authorityBin = bin
 	return m.Run()
 }
 

@@ -100,14 +100,14 @@ func TestLocalServerSelection(t *testing.T) {
 }
 
 func TestLocalFileURLRules(t *testing.T) {
-	dir := t.TempDir()
-	requireLocalUsage(t, openBad(t, "file://otherhost"+filepath.ToSlash(dir)), ErrInvalidServerURL, "absolute local directory")
+	dir := tempDir(t)
+	requireLocalUsage(t, openBad(t, "file://otherhost"+fileURLPath(dir)), ErrInvalidServerURL, "absolute local directory")
 	requireLocalUsage(t, openBad(t, "file:relative/dir"), ErrInvalidServerURL, "absolute local directory")
-	requireLocalUsage(t, openBad(t, "file://user@"+filepath.ToSlash(dir)), ErrServerCredentials, "credentials")
-	requireLocalUsage(t, openBad(t, "file://"+filepath.ToSlash(dir)+"?x=1"), ErrServerQuery, "query or fragment")
-	requireLocalUsage(t, openBad(t, "file://"+filepath.ToSlash(dir)+"#"), ErrServerQuery, "query or fragment")
-	requireLocalUsage(t, openBad(t, "file://"+filepath.ToSlash(dir)+"%00x"), ErrInvalidServerURL, "absolute local directory")
-	requireLocalUsage(t, openBad(t, "file://"+filepath.ToSlash(filepath.Join(dir, "missing"))), ErrLocalStateDir, "does not exist")
+	requireLocalUsage(t, openBad(t, "file://user@"+fileURLPath(dir)), ErrServerCredentials, "credentials")
+	requireLocalUsage(t, openBad(t, "file://"+fileURLPath(dir)+"?x=1"), ErrServerQuery, "query or fragment")
+	requireLocalUsage(t, openBad(t, "file://"+fileURLPath(dir)+"#"), ErrServerQuery, "query or fragment")
+	requireLocalUsage(t, openBad(t, "file://"+fileURLPath(dir)+"%00x"), ErrInvalidServerURL, "absolute local directory")
+	requireLocalUsage(t, openBad(t, "file://"+fileURLPath(filepath.Join(dir, "missing"))), ErrLocalStateDir, "does not exist")
 
 	// Normalised: dot segments and trailing slashes go, localhost is dropped,
 	// percent-escapes are decoded and re-encoded canonically.

@@ -33,7 +33,7 @@ func TestLoadTokenSources(t *testing.T) {
 		{"stdin CR", map[string]string{"OCTOSTORE_TOKEN_FILE": "-"}, "a\rb", "", "", "bearer token must be one line"},
 		{"stdin not utf8", map[string]string{"OCTOSTORE_TOKEN_FILE": "-"}, "a\xffb", "", "", "could not read token from stdin: stream did not contain valid UTF-8"},
 		{"empty file var takes precedence", map[string]string{"OCTOSTORE_TOKEN_FILE": "", "OCTOSTORE_TOKEN": "tok"}, "", "", "",
-			"could not open OCTOSTORE_TOKEN_FILE safely: No such file or directory (os error 2)"},
+			errTokenFileEmpty},
 		{"env token empty", map[string]string{"OCTOSTORE_TOKEN": ""}, "", "", TokenEnvWarning, "bearer token is empty"},
 		{"env token two lines", map[string]string{"OCTOSTORE_TOKEN": "a\nb"}, "", "", TokenEnvWarning, "bearer token must be one line"},
 		{"non-utf8 file var falls through", map[string]string{"OCTOSTORE_TOKEN_FILE": "\xff", "OCTOSTORE_TOKEN": "tok"}, "", "tok", TokenEnvWarning, ""},
