@@ -12,7 +12,9 @@
 # The timestamps printed at the end show that order.
 set -uo pipefail
 cd "$(dirname "$0")"
-bin=$PWD/bin
+# OCTOSTORE_DEMO_BIN: where the binaries are (the test suite runs this script
+# with its own builds); `make demo` builds them into bin/.
+bin=${OCTOSTORE_DEMO_BIN:-$PWD/bin}
 work=$(mktemp -d /tmp/octostore-demo.XXXXXX)
 chmod 700 "$work"
 # A private state directory, so the demo touches nothing of yours.
