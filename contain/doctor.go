@@ -14,3 +14,8 @@ type Diagnosis struct {
 	Backend string `json:"auto_backend"`
 	Reason  string `json:"auto_reason"`
 }
+
+// add records one fact.
+func (d *Diagnosis) add(name string, ok bool, detail string) {
+	d.Facts = append(d.Facts, Fact{name, ok, detail})
+}

@@ -13,7 +13,6 @@ import (
 // what that backend cannot do. It changes nothing.
 func Doctor() Diagnosis {
 	var d Diagnosis
-	add := func(name string, ok bool, detail string) { d.Facts = append(d.Facts, Fact{name, ok, detail}) }
 
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
@@ -21,21 +20,21 @@ func Doctor() Diagnosis {
 	if v, err := unix.Sysctl("kern.osproductversion"); err == nil {
 		kernel += ", macOS " + v
 	}
-	add("kernel", true, kernel)
-	add("cgroup v2", false, "cgroups exist only on Linux: the process-group backend is the only one here")
-	add("process groups and sessions", true, "the guardian runs in a session of its own and each protected group in a process group of its own, led by a shim that is never reaped before its group is empty")
+	d.add("kernel", true, kernel)
+	d.add("cgroup v2", false, "cgroups exist only on Linux: the process-group backend is the only one here")
+	d.add("process groups and sessions", true, "the guardian runs in a session of its own and each protected group in a process group of its own, led by a shim that is never reaped before its group is empty")
 
 	if all, err := platform.NewProcReader().All(nil); err != nil {
-		add("process table (kern.proc)", false, err.Error()+": no descendant can be found, so nothing can be proven")
+		d.add("process table (kern.proc)", false, err.Error()+": no descendant can be found, so nothing can be proven")
 	} else {
-		add("process table (kern.proc)", true, fmt.Sprintf("%d processes read in one sysctl kern.proc.all; members are found by parent links, process group and session", len(all)))
+		d.add("process table (kern.proc)", true, fmt.Sprintf("%d processes read in one sysctl kern.proc.all; members are found by parent links, process group and session", len(all)))
 	}
 	werr := probeProcWatch()
-	add("kqueue EVFILT_PROC", werr == nil, procWatchDetail(werr))
-	add("pidfd", false, "macOS has none: each signal re-checks the process's start time just before kill(2), a narrow recycling window; group signals go through a leader we have not reaped, whose id cannot be recycled")
-	add("child subreaper", false, fmt.Sprintf("macOS has none: orphans re-parent to launchd; they stay followed by process group, session and tracking (a scan at every fork and exit of a member, at least every %v)", trackInterval))
-	add("containment limit", false, parentChainLimit)
-	add("no-new-privileges", false, "macOS has no equivalent: a setuid program the worker runs gains its privileges")
+	d.add("kqueue EVFILT_PROC", werr == nil, procWatchDetail(werr))
+	d.add("pidfd", false, "macOS has none: each signal re-checks the process's start time just before kill(2), a narrow recycling window; group signals go through a leader we have not reaped, whose id cannot be recycled")
+	d.add("child subreaper", false, fmt.Sprintf("macOS has none: orphans re-parent to launchd; they stay followed by process group, session and tracking (a scan at every fork and exit of a member, at least every %v)", trackInterval))
+	d.add("containment limit", false, parentChainLimit)
+	d.add("no-new-privileges", false, "macOS has no equivalent: a setuid program the worker runs gains its privileges")
 
 	b, err := ResolveBackend(BackendRequest{Containment: "auto"})
 	if err != nil {

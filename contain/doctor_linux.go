@@ -16,61 +16,60 @@ import (
 // changes nothing but may create and remove an empty probe cgroup.
 func Doctor() Diagnosis {
 	var d Diagnosis
-	add := func(name string, ok bool, detail string) { d.Facts = append(d.Facts, Fact{name, ok, detail}) }
 
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
-	add("kernel", true, unix.ByteSliceToString(uts.Release[:]))
+	d.add("kernel", true, unix.ByteSliceToString(uts.Release[:]))
 
 	mount, err := platform.CgroupV2Mount()
 	if err != nil {
-		add("cgroup v2", false, err.Error()+": only the process-group backend is possible")
+		d.add("cgroup v2", false, err.Error()+": only the process-group backend is possible")
 	} else {
 		hybrid := ""
 		if v1, _ := filepath.Glob("/sys/fs/cgroup/*/cgroup.clone_children"); len(v1) > 0 {
 			hybrid = " (hybrid host: v1 controllers are mounted beside it)"
 		}
-		add("cgroup v2", true, "mounted at "+mount+hybrid)
+		d.add("cgroup v2", true, "mounted at "+mount+hybrid)
 		own, err := platform.OwnCgroupV2()
 		switch {
 		case err != nil:
-			add("own cgroup", false, err.Error())
+			d.add("own cgroup", false, err.Error())
 		case own == "/" && os.Geteuid() == 0:
-			add("own cgroup delegated", false, "we run in the root cgroup; as root a dedicated octostore-supervisor subtree is used instead")
+			d.add("own cgroup delegated", false, "we run in the root cgroup; as root a dedicated octostore-supervisor subtree is used instead")
 		case own == "/":
-			add("own cgroup delegated", false, "we run in the root cgroup and are not root: cgroups are unavailable to us")
+			d.add("own cgroup delegated", false, "we run in the root cgroup and are not root: cgroups are unavailable to us")
 		case platform.Writable(filepath.Join(mount, own)) == nil:
-			add("own cgroup delegated", true, filepath.Join(mount, own)+" is writable (Delegate=yes or a cgroup namespace)")
+			d.add("own cgroup delegated", true, filepath.Join(mount, own)+" is writable (Delegate=yes or a cgroup namespace)")
 		default:
-			add("own cgroup delegated", false, filepath.Join(mount, own)+" is not writable by us; ask systemd for a delegated scope (systemd-run --user --scope -p Delegate=yes)")
+			d.add("own cgroup delegated", false, filepath.Join(mount, own)+" is not writable by us; ask systemd for a delegated scope (systemd-run --user --scope -p Delegate=yes)")
 		}
 		ctrls := controllers(mount)
-		add("pids controller", slices.Contains(ctrls, "pids"), "cgroup v2 controllers: ["+strings.Join(ctrls, " ")+"]"+map[bool]string{true: "", false: "; without pids, --max-processes cannot bound a fork storm"}[slices.Contains(ctrls, "pids")])
+		d.add("pids controller", slices.Contains(ctrls, "pids"), "cgroup v2 controllers: ["+strings.Join(ctrls, " ")+"]"+map[bool]string{true: "", false: "; without pids, --max-processes cannot bound a fork storm"}[slices.Contains(ctrls, "pids")])
 		if _, err := ResolveBackend(BackendRequest{Containment: BackendCgroup}); err != nil {
-			add("cgroup.kill", false, "not checked: no cgroup we may use ("+err.Error()+")")
+			d.add("cgroup.kill", false, "not checked: no cgroup we may use ("+err.Error()+")")
 		} else {
-			add("cgroup.kill", probeKill(mount), "atomic kill of a whole cgroup (Linux 5.14); without it the library freezes, kills each process and thaws")
+			d.add("cgroup.kill", probeKill(mount), "atomic kill of a whole cgroup (Linux 5.14); without it the library freezes, kills each process and thaws")
 		}
 	}
 	if err := platform.Clone3Available(); err != nil {
-		add("clone3 (CLONE_INTO_CGROUP)", false, err.Error()+"; programs enter their cgroup through a re-exec join helper instead")
+		d.add("clone3 (CLONE_INTO_CGROUP)", false, err.Error()+"; programs enter their cgroup through a re-exec join helper instead")
 	} else {
-		add("clone3 (CLONE_INTO_CGROUP)", true, "workers are born inside their cgroup")
+		d.add("clone3 (CLONE_INTO_CGROUP)", true, "workers are born inside their cgroup")
 	}
 	if fd, err := unix.PidfdOpen(os.Getpid(), 0); err != nil {
-		add("pidfd", false, err.Error()+": signals could reach a recycled pid; the supervisor refuses to run without it")
+		d.add("pidfd", false, err.Error()+": signals could reach a recycled pid; the supervisor refuses to run without it")
 	} else {
 		unix.Close(fd)
-		add("pidfd", true, "every signal goes through a pidfd checked against the process's start time")
+		d.add("pidfd", true, "every signal goes through a pidfd checked against the process's start time")
 	}
 	if err := platform.BecomeSubreaper(); err != nil {
-		add("child subreaper", false, err.Error())
+		d.add("child subreaper", false, err.Error())
 	} else {
-		add("child subreaper", true, "orphans re-parent to our shims, so daemons stay in view and zombies are reaped")
+		d.add("child subreaper", true, "orphans re-parent to our shims, so daemons stay in view and zombies are reaped")
 	}
 	userns := readTrim("/proc/sys/user/max_user_namespaces")
 	restricted := readTrim("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1"
-	add("user namespaces", userns != "" && userns != "0" && !restricted, fmt.Sprintf("max_user_namespaces=%s%s (for a future worker-in-its-own-namespace mode)", userns, map[bool]string{true: "; AppArmor restricts unprivileged ones", false: ""}[restricted]))
+	d.add("user namespaces", userns != "" && userns != "0" && !restricted, fmt.Sprintf("max_user_namespaces=%s%s (for a future worker-in-its-own-namespace mode)", userns, map[bool]string{true: "; AppArmor restricts unprivileged ones", false: ""}[restricted]))
 
 	b, err := ResolveBackend(BackendRequest{Containment: "auto"})
 	if err != nil {

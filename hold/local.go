@@ -151,11 +151,11 @@ func parseFileServer(raw string) (dir, server string, err error) {
 // stateDirError builds the one-line refusal of a state directory; control
 // characters in a path are escaped so the message stays one line.
 func stateDirError(format string, args ...any) error {
-	return usageError(ErrLocalStateDir, localTerminalSafe(fmt.Sprintf(format, args...)))
+	return usageError(ErrLocalStateDir, TerminalSafe(fmt.Sprintf(format, args...)))
 }
 
 func stateDirErrorCause(cause error, format string, args ...any) error {
-	return usageErrorCause(ErrLocalStateDir, localTerminalSafe(fmt.Sprintf(format, args...)), cause)
+	return usageErrorCause(ErrLocalStateDir, TerminalSafe(fmt.Sprintf(format, args...)), cause)
 }
 
 func openLocalStore(dir, server string, shared bool) (*LocalStore, error) {

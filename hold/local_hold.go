@@ -105,7 +105,7 @@ type localRun struct {
 
 // diag prints one stderr line; paths with control characters stay one line.
 func (r *localRun) diag(format string, args ...any) {
-	fmt.Fprintf(r.diagOut, "octostore: %s\n", localTerminalSafe(fmt.Sprintf(format, args...)))
+	fmt.Fprintf(r.diagOut, "octostore: %s\n", TerminalSafe(fmt.Sprintf(format, args...)))
 }
 
 func (r *localRun) start(ctx context.Context, signals <-chan os.Signal) int {

@@ -178,7 +178,7 @@ func (st LocalStatus) snapshot() map[string]any {
 // authority local", "ROOM · vacant · authority local", "NAME · held · term 42
 // · pid 4242 · authority local", "NAME · free · authority local".
 func (st LocalStatus) Human(server string) string {
-	name, srv := localTerminalSafe(st.Name), localTerminalSafe(server)
+	name, srv := TerminalSafe(st.Name), TerminalSafe(server)
 	h := st.Holder
 	switch {
 	case h == nil:
@@ -187,29 +187,8 @@ func (st LocalStatus) Human(server string) string {
 		return fmt.Sprintf("%s · held · term %d · pid %d · authority %s", name, h.Term, h.PID, srv)
 	default:
 		return fmt.Sprintf("%s · leader %s · term %d · pid %d · expires %s · authority %s", name,
-			localTerminalSafe(h.CandidateID), h.Term, h.PID, h.ExpiresAt.UTC().Format(time.RFC3339Nano), srv)
+			TerminalSafe(h.CandidateID), h.Term, h.PID, h.ExpiresAt.UTC().Format(time.RFC3339Nano), srv)
 	}
-}
-
-// localTerminalSafe escapes control characters as Rust's escape_default does
-// (\t, \r, \n, else \u{1b}), like the CLI's human output (§8.4).
-func localTerminalSafe(s string) string {
-	var b strings.Builder
-	for _, c := range s {
-		switch {
-		case c == '\t':
-			b.WriteString(`\t`)
-		case c == '\r':
-			b.WriteString(`\r`)
-		case c == '\n':
-			b.WriteString(`\n`)
-		case c < 0x20 || c >= 0x7f && c <= 0x9f:
-			fmt.Fprintf(&b, `\u{%x}`, c)
-		default:
-			b.WriteRune(c)
-		}
-	}
-	return b.String()
 }
 
 // LocalWatch is `election watch` / `lock watch` against a local store: it
@@ -290,7 +269,7 @@ func withoutKey(m map[string]any, key string) map[string]any {
 
 func (w *LocalWatch) print(out io.Writer, seq uint64, st LocalStatus, snap map[string]any) {
 	if !w.JSON {
-		fmt.Fprintf(out, "%s %s · %s · authority %s\n", w.Kind, localTerminalSafe(w.Name), st.statusWord(), localTerminalSafe(w.Store.Server()))
+		fmt.Fprintf(out, "%s %s · %s · authority %s\n", w.Kind, TerminalSafe(w.Name), st.statusWord(), TerminalSafe(w.Store.Server()))
 		return
 	}
 	line := struct {

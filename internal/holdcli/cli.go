@@ -92,10 +92,10 @@ func run(version string, args []string, env hold.LookupEnv, stdin io.Reader, std
 			// Messages can quote argv (an unknown flag, a help topic);
 			// escaping control characters keeps a crafted argument from
 			// forging extra lines on stderr.
-			fmt.Fprintf(stderr, "octostore: %s\n", terminalSafe(ee.msg))
+			fmt.Fprintf(stderr, "octostore: %s\n", hold.TerminalSafe(ee.msg))
 			return ee.code
 		}
-		fmt.Fprintf(stderr, "octostore: %s\n", terminalSafe(err.Error()))
+		fmt.Fprintf(stderr, "octostore: %s\n", hold.TerminalSafe(err.Error()))
 		return hold.ExitUsage
 	}
 	return code

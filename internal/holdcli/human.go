@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
+
+	"github.com/octostore-supervisor/supervisor/hold"
 )
 
 // humanWriter turns the hold's JSONL into upstream's human lines (hold-protocol
@@ -55,29 +56,8 @@ func (h *humanWriter) Write(p []byte) (int, error) {
 				detail = "unknown"
 			}
 		}
-		if _, err := fmt.Fprintf(h.w, "%s %s · %s · %s\n", terminalSafe(ev.Kind), terminalSafe(ev.Name), terminalSafe(ev.Event), terminalSafe(detail)); err != nil {
+		if _, err := fmt.Fprintf(h.w, "%s %s · %s · %s\n", hold.TerminalSafe(ev.Kind), hold.TerminalSafe(ev.Name), hold.TerminalSafe(ev.Event), hold.TerminalSafe(detail)); err != nil {
 			return len(p), err
 		}
 	}
-}
-
-// terminalSafe escapes Unicode control characters the way Rust's
-// escape_default does (\t, \r, \n, else \u{1b}).
-func terminalSafe(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r < 0x20 || (r >= 0x7f && r <= 0x9f):
-			fmt.Fprintf(&b, `\u{%x}`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
