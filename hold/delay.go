@@ -1,6 +1,7 @@
 package hold
 
 import (
+	"io"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -124,4 +125,20 @@ func RenewalSchedule(start Instant, ttl time.Duration, guidanceMS uint64, bp uin
 // budget for release (and the lock session DELETE) after a signal (§7).
 func ShutdownBudget(shutdownTimeout, remaining time.Duration) time.Duration {
 	return min(shutdownTimeout, MaxShutdownBudget, remaining)
+}
+
+// defaults fills in what a caller may leave nil: the system clock, random
+// jitter, and writers that discard.
+func defaults(c *Clock, j *Jitter, writers ...*io.Writer) {
+	if *c == nil {
+		*c = SystemClock{}
+	}
+	if *j == nil {
+		*j = RandomJitter
+	}
+	for _, w := range writers {
+		if *w == nil {
+			*w = io.Discard
+		}
+	}
 }

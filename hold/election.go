@@ -78,17 +78,8 @@ type runState struct {
 // syscall.SIGTERM counts as SIGINT); cancelling ctx is treated as SIGTERM.
 // Only one Run may use a given ElectionHold at a time.
 func (h *ElectionHold) Run(ctx context.Context, signals <-chan os.Signal) int {
+	defaults(&h.Clock, &h.Jitter, &h.Diag)
 	clock := h.Clock
-	if clock == nil {
-		clock = SystemClock{}
-		h.Clock = clock
-	}
-	if h.Jitter == nil {
-		h.Jitter = RandomJitter
-	}
-	if h.Diag == nil {
-		h.Diag = io.Discard
-	}
 	cand := h.Candidate
 	r := &runState{h: h, ctx: ctx, signals: signals, em: &emitter{
 		out: h.Out, clock: clock, kind: events.Election, name: h.ElectionID,

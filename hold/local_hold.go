@@ -109,18 +109,7 @@ func (r *localRun) diag(format string, args ...any) {
 }
 
 func (r *localRun) start(ctx context.Context, signals <-chan os.Signal) int {
-	if r.clock == nil {
-		r.clock = SystemClock{}
-	}
-	if r.jitter == nil {
-		r.jitter = RandomJitter
-	}
-	if r.diagOut == nil {
-		r.diagOut = io.Discard
-	}
-	if r.out == nil {
-		r.out = io.Discard
-	}
+	defaults(&r.clock, &r.jitter, &r.diagOut, &r.out)
 	if r.poll <= 0 {
 		r.poll = DefaultLocalPollInterval
 	}

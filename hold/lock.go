@@ -62,15 +62,7 @@ type lockRun struct {
 // Run executes the hold and returns the exit status (§9): 11, 20, 64, 70, 130
 // or 143; never 0. Signals and ctx behave as for ElectionHold.Run.
 func (h *LockHold) Run(ctx context.Context, signals <-chan os.Signal) int {
-	if h.Clock == nil {
-		h.Clock = SystemClock{}
-	}
-	if h.Jitter == nil {
-		h.Jitter = RandomJitter
-	}
-	if h.Diag == nil {
-		h.Diag = io.Discard
-	}
+	defaults(&h.Clock, &h.Jitter, &h.Diag)
 	shim := &ElectionHold{Client: h.Client, Clock: h.Clock, Jitter: h.Jitter, Diag: h.Diag, ShutdownTimeout: h.ShutdownTimeout}
 	out := h.Out
 	if out == nil {

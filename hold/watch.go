@@ -176,18 +176,7 @@ type Watch struct {
 // when the initial status read or the stream connection fails
 // non-retryably, or a frame exceeds the cap. Never 0.
 func (w *Watch) Run(ctx context.Context, signals <-chan os.Signal) int {
-	if w.Clock == nil {
-		w.Clock = SystemClock{}
-	}
-	if w.Jitter == nil {
-		w.Jitter = RandomJitter
-	}
-	if w.Out == nil {
-		w.Out = io.Discard
-	}
-	if w.Diag == nil {
-		w.Diag = io.Discard
-	}
+	defaults(&w.Clock, &w.Jitter, &w.Out, &w.Diag)
 	r := &watchRun{w: w, ctx: ctx, signals: signals}
 	return r.run()
 }
