@@ -23,5 +23,5 @@ func ResolveBackend(req BackendRequest) (Backend, error) {
 	case BackendJob:
 		return Backend{}, fmt.Errorf("%w: the job backend needs Windows", ErrBackend)
 	}
-	return Backend{}, fmt.Errorf("%w: unknown --containment %q (auto, cgroup, process-group)", ErrBackend, req.Containment)
+	return Backend{}, fmt.Errorf("%w: unknown --containment %q (auto, cgroup, process-group, job)", ErrBackend, req.Containment)
 }
