@@ -369,7 +369,7 @@ func (r *localRun) releaseFile(f *os.File, term uint64) error {
 	if err := r.prove(f, term); err != nil {
 		return err
 	}
-	if err := r.store.root.Remove(r.paths.record); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := r.store.removeFile(r.paths.record); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", r.store.join(r.paths.record), err)
 	}
 	return platform.UnlockFile(f)

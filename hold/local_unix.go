@@ -117,3 +117,6 @@ func chmodCreated(f *os.File, mode fs.FileMode) error { return f.Chmod(mode) }
 func chmodCreatedDir(root *os.Root, name string, mode fs.FileMode) error {
 	return root.Chmod(name, mode)
 }
+
+// removeFile deletes the file rel of the store.
+func (s *LocalStore) removeFile(rel string) error { return s.root.Remove(rel) }

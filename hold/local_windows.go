@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"unsafe"
@@ -175,3 +176,50 @@ func syncDir(*os.File) error { return nil }
 func chmodCreated(*os.File, fs.FileMode) error { return nil }
 
 func chmodCreatedDir(*os.Root, string, fs.FileMode) error { return nil }
+
+// removeFile deletes the file rel of the store. os.Root.Remove deletes with
+// FileDispositionInformationEx (POSIX semantics) and falls back to the classic
+// disposition only when the file system answers STATUS_INVALID_INFO_CLASS,
+// STATUS_INVALID_PARAMETER or STATUS_NOT_SUPPORTED. Drivers that answer
+// STATUS_NOT_IMPLEMENTED or STATUS_INVALID_DEVICE_REQUEST instead, as Wine 8
+// does for every file, fail it with ERROR_INVALID_FUNCTION, and a release
+// could then never remove its holder record. There the file is deleted the
+// classic way: a DELETE handle opened relative to its directory, itself
+// opened through the root, so the deletion cannot leave the store either.
+func (s *LocalStore) removeFile(rel string) error {
+	err := s.root.Remove(rel)
+	if !errors.Is(err, windows.ERROR_INVALID_FUNCTION) {
+		return err
+	}
+	fail := func(err error) error {
+		var st windows.NTStatus
+		if errors.As(err, &st) {
+			err = st.Errno()
+		}
+		return &fs.PathError{Op: "remove", Path: rel, Err: err}
+	}
+	dir, err := s.root.Open(path.Dir(rel))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	name, err := windows.NewNTUnicodeString(path.Base(rel))
+	if err != nil {
+		return fail(err)
+	}
+	oa := &windows.OBJECT_ATTRIBUTES{RootDirectory: windows.Handle(dir.Fd()), ObjectName: name}
+	oa.Length = uint32(unsafe.Sizeof(*oa))
+	var h windows.Handle
+	// FILE_OPEN_REPARSE_POINT: a link at the name is deleted, not followed.
+	if err := windows.NtCreateFile(&h, windows.DELETE|windows.SYNCHRONIZE, oa, &windows.IO_STATUS_BLOCK{}, nil, 0,
+		windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE, windows.FILE_OPEN,
+		windows.FILE_NON_DIRECTORY_FILE|windows.FILE_OPEN_REPARSE_POINT|windows.FILE_SYNCHRONOUS_IO_NONALERT, 0, 0); err != nil {
+		return fail(err)
+	}
+	defer windows.CloseHandle(h)
+	deleteFile := byte(1) // FILE_DISPOSITION_INFORMATION{DeleteFile: TRUE}
+	if err := windows.NtSetInformationFile(h, &windows.IO_STATUS_BLOCK{}, &deleteFile, 1, windows.FileDispositionInformation); err != nil {
+		return fail(err)
+	}
+	return nil
+}
