@@ -2,7 +2,6 @@ package contain_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -226,29 +225,12 @@ func (r *run) stderr() string { return r.errb.String() }
 
 // events lists the event names printed on stdout, checking every line is a
 // supervisor line.
-func (r *run) events() []string {
-	r.t.Helper()
-	var names []string
-	for _, l := range r.out.Lines() {
-		var m map[string]any
-		require.NoError(r.t, json.Unmarshal([]byte(l), &m), "stdout line is not JSON: %q", l)
-		require.Equal(r.t, "octostore-supervisor", m["source"], "stdout line is not a supervisor line: %q", l)
-		names = append(names, m["event"].(string))
-	}
-	return names
-}
+func (r *run) events() []string { r.t.Helper(); return stdoutEvents(r.t, r.out) }
 
 // line returns the decoded stdout line for an event.
 func (r *run) line(event string) map[string]any {
 	r.t.Helper()
-	for _, l := range r.out.Lines() {
-		var m map[string]any
-		if json.Unmarshal([]byte(l), &m) == nil && m["event"] == event {
-			return m
-		}
-	}
-	r.t.Fatalf("no %q line on stdout:\n%s\nstderr:\n%s", event, r.out.String(), r.errb.String())
-	return nil
+	return stdoutLine(r.t, r.out, r.errb, event)
 }
 
 // waitEvent waits until the supervisor printed event, and returns at once
