@@ -515,7 +515,7 @@ func (s *LocalStore) writeRecord(p localPaths, rec localRecord) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return s.root.Rename(p.tmp, p.record)
+	return s.replaceFile(p.tmp, p.record)
 }
 
 func newHolderID() (string, error) {

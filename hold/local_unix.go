@@ -120,3 +120,6 @@ func chmodCreatedDir(root *os.Root, name string, mode fs.FileMode) error {
 
 // removeFile deletes the file rel of the store.
 func (s *LocalStore) removeFile(rel string) error { return s.root.Remove(rel) }
+
+// replaceFile renames from over to, atomically.
+func (s *LocalStore) replaceFile(from, to string) error { return s.root.Rename(from, to) }

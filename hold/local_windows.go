@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -222,4 +223,22 @@ func (s *LocalStore) removeFile(rel string) error {
 		return fail(err)
 	}
 	return nil
+}
+
+// replaceFile renames from over to. Windows refuses to replace a file that
+// another handle has open (ERROR_ACCESS_DENIED or ERROR_SHARING_VIOLATION),
+// and a status or watch reader holds the holder record open for the moment of
+// one read; so a refusal is retried for a bounded while instead of failing the
+// acquisition or renewal outright.
+func (s *LocalStore) replaceFile(from, to string) error {
+	const tries, pause = 40, 5 * time.Millisecond
+	var err error
+	for range tries {
+		if err = s.root.Rename(from, to); err == nil ||
+			!(errors.Is(err, windows.ERROR_ACCESS_DENIED) || errors.Is(err, windows.ERROR_SHARING_VIOLATION)) {
+			return err
+		}
+		time.Sleep(pause)
+	}
+	return err
 }

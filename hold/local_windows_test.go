@@ -151,3 +151,30 @@ func TestLocalRemoveFile(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, fi.IsDir())
 }
+
+// A reader holding the holder record open (status, watch) only delays a
+// holder that rewrites it: Windows refuses to replace an open file, and the
+// rewrite waits, bounded, until the reader closes it.
+func TestLocalRecordRewriteWaitsForReader(t *testing.T) {
+	s, err := OpenLocalStore("file://"+fileURLPath(tempDir(t)), nil)
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.ensureSubdir(localLocks))
+	p := pathsFor(KindLock, "x")
+	rec := localRecord{Kind: "lock", Name: "x", Term: 1, PID: os.Getpid(), Holder: "a", AcquiredAt: time.Now(), ExpiresAt: time.Now()}
+	require.NoError(t, s.writeRecord(p, rec))
+	reader, err := s.root.Open(p.record)
+	require.NoError(t, err)
+	closed := make(chan struct{})
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		reader.Close()
+		close(closed)
+	}()
+	rec.Term = 2
+	require.NoError(t, s.writeRecord(p, rec))
+	<-closed
+	got, err := s.readRecord(p.record)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, got.Term)
+}
