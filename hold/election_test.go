@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -149,12 +150,18 @@ func (s *lineSink) Write(p []byte) (int, error) {
 }
 
 // holdRun is one ElectionHold running in the background.
-type holdRun struct {
+// bgRun is a hold running in the background, its stdout collected; the
+// election and lock test runs embed it.
+type bgRun struct {
 	t       *testing.T
-	hold    *ElectionHold
 	out     *lineSink
 	signals chan os.Signal
 	done    chan int
+}
+
+type holdRun struct {
+	bgRun
+	hold *ElectionHold
 }
 
 type holdOpt func(*ElectionHold)
@@ -178,7 +185,7 @@ func startHold(t *testing.T, f *fake, id, candidate string, ttl time.Duration, o
 	for _, o := range opts {
 		o(h)
 	}
-	r := &holdRun{t: t, hold: h, out: newSink()}
+	r := &holdRun{bgRun: bgRun{t: t, out: newSink()}, hold: h}
 	h.Out = r.out
 	r.signals, r.done = runInBackground(t, h.Run)
 	return r
@@ -201,7 +208,7 @@ func runInBackground(t *testing.T, run func(context.Context, <-chan os.Signal) i
 }
 
 // next waits for the next stdout line and returns its decoded fields.
-func (r *holdRun) next() map[string]any {
+func (r *bgRun) next() map[string]any {
 	r.t.Helper()
 	select {
 	case line := <-r.out.ch:
@@ -217,12 +224,12 @@ func (r *holdRun) next() map[string]any {
 }
 
 // expectNext reads lines until one is not skip, then checks it is want.
-func (r *holdRun) expectNext(want, reason string, skip ...string) map[string]any {
+func (r *bgRun) expectNext(want, reason string, skip ...string) map[string]any {
 	r.t.Helper()
 	for {
 		m := r.next()
 		ev := m["event"].(string)
-		if contains(skip, ev) && ev != want {
+		if slices.Contains(skip, ev) && ev != want {
 			continue
 		}
 		if ev != want || (reason != "" && m["reason_code"] != reason) {
@@ -232,18 +239,8 @@ func (r *holdRun) expectNext(want, reason string, skip ...string) map[string]any
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-// finish waits for the exit status and validates every line with the
-// supervisor's own validator, returning the event names.
-func (r *holdRun) finish(wantCode int) []string {
+// exitCode waits for the hold's exit status and puts it back for Cleanup.
+func (r *bgRun) exitCode() int {
 	r.t.Helper()
 	var code int
 	select {
@@ -251,7 +248,15 @@ func (r *holdRun) finish(wantCode int) []string {
 	case <-time.After(15 * time.Second):
 		r.t.Fatal("hold did not exit")
 	}
-	r.done <- code // for Cleanup
+	r.done <- code
+	return code
+}
+
+// finish waits for the exit status and validates every line with the
+// supervisor's own validator, returning the event names.
+func (r *holdRun) finish(wantCode int) []string {
+	r.t.Helper()
+	code := r.exitCode()
 	if code != wantCode {
 		r.t.Errorf("exit code %d, want %d; diag: %s", code, wantCode, r.hold.Diag.(*bytes.Buffer).String())
 	}

@@ -68,11 +68,8 @@ func postAuth(f *fake, path string, body any) {
 }
 
 type lockRun2 struct {
-	t       *testing.T
-	hold    *LockHold
-	out     *lineSink
-	signals chan os.Signal
-	done    chan int
+	bgRun
+	hold *LockHold
 }
 
 func startLockHold(t *testing.T, f *fake, name string, ttl time.Duration, opts ...func(*LockHold)) *lockRun2 {
@@ -91,46 +88,17 @@ func startLockHold(t *testing.T, f *fake, name string, ttl time.Duration, opts .
 	for _, o := range opts {
 		o(h)
 	}
-	r := &lockRun2{t: t, hold: h, out: newSink()}
+	r := &lockRun2{bgRun: bgRun{t: t, out: newSink()}, hold: h}
 	h.Out = r.out
 	r.signals, r.done = runInBackground(t, h.Run)
 	return r
-}
-
-func (r *lockRun2) expectNext(want, reason string, skip ...string) map[string]any {
-	r.t.Helper()
-	for {
-		var m map[string]any
-		select {
-		case line := <-r.out.ch:
-			if err := json.Unmarshal(line, &m); err != nil {
-				r.t.Fatalf("bad line %s: %v", line, err)
-			}
-		case <-time.After(15 * time.Second):
-			r.t.Fatalf("timed out waiting for %s", want)
-		}
-		ev := m["event"].(string)
-		if contains(skip, ev) && ev != want {
-			continue
-		}
-		if ev != want || (reason != "" && m["reason_code"] != reason) {
-			r.t.Fatalf("got event %v reason %v, want %s %s", ev, m["reason_code"], want, reason)
-		}
-		return m
-	}
 }
 
 // finish waits for the exit status and validates every line with the
 // supervisor's validator; no line or diagnostic may carry the token.
 func (r *lockRun2) finish(wantCode int) []string {
 	r.t.Helper()
-	var code int
-	select {
-	case code = <-r.done:
-	case <-time.After(15 * time.Second):
-		r.t.Fatal("hold did not exit")
-	}
-	r.done <- code
+	code := r.exitCode()
 	diag := r.hold.Diag.(*bytes.Buffer).String()
 	if code != wantCode {
 		r.t.Errorf("exit code %d, want %d; diag: %s", code, wantCode, diag)
