@@ -117,10 +117,20 @@ func lockTTL(p *int64) (int64, *apiError) {
 	return *p, nil
 }
 
-// sessionUsableLocked: 404 when unknown, deleted or foreign; 410 when expired.
-func (c *call) sessionUsableLocked(sid string) *apiError {
+// ownSessionLocked is the caller's live session sid, or nil when it is
+// unknown, deleted or another token's (all answered 404).
+func (c *call) ownSessionLocked(sid string) *session {
 	s := c.a.sessions[sid]
 	if s == nil || s.deleted || s.owner != c.token {
+		return nil
+	}
+	return s
+}
+
+// sessionUsableLocked: 404 when unknown, deleted or foreign; 410 when expired.
+func (c *call) sessionUsableLocked(sid string) *apiError {
+	s := c.ownSessionLocked(sid)
+	if s == nil {
 		return errNotFound("Session not found")
 	}
 	if s.expired || !c.a.now().Before(s.expiresAt) {
@@ -435,8 +445,8 @@ func (c *call) deleteSession() *response {
 	a := c.a
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := a.sessions[sid]
-	if s == nil || s.deleted || s.owner != c.token {
+	s := c.ownSessionLocked(sid)
+	if s == nil {
 		return fail(errNotFound("Session not found"))
 	}
 	s.deleted = true
@@ -452,8 +462,8 @@ func (c *call) getSession() *response {
 	a := c.a
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := a.sessions[sid]
-	if s == nil || s.deleted || s.owner != c.token {
+	s := c.ownSessionLocked(sid)
+	if s == nil {
 		return fail(errNotFound("Session not found"))
 	}
 	n := 0
