@@ -52,11 +52,9 @@ type shimGroup struct {
 // GuardianMain is the guardian process. Descriptors: 3 the supervisor's socket,
 // 4 the event pipe's write end (the hold's stdout), 5 the worker's stdout.
 func GuardianMain() int {
-	// fdInterlock may not have been passed; marking an unused number is harmless.
-	adoptInherited(fdCtl, fdOut, fdErr, fdInterlock)
 	diag := os.Stderr
 	platform.ReserveThreads(reservedThreads)
-	if err := platform.BecomeSubreaper(); err != nil {
+	if err := errors.Join(adoptInherited(), platform.BecomeSubreaper()); err != nil {
 		fmt.Fprintf(diag, "octostore-supervisor guardian: %v\n", err)
 		return ExitSoftware
 	}

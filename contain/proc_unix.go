@@ -39,13 +39,16 @@ const (
 	fdInterlock = 6
 )
 
-// adoptInherited marks inherited descriptors close-on-exec. They arrive without
-// the flag (dup2 clears it), and a descriptor that leaked into a worker would hand
-// it the event pipe or a control channel to forge.
-func adoptInherited(fds ...int) {
-	for _, fd := range fds {
-		unix.CloseOnExec(fd)
+// adoptInherited marks every inherited descriptor from 3 up close-on-exec. They
+// arrive without the flag (dup2 clears it), and one that leaked into a worker
+// or a hold would hand it the event pipe, a control channel, or whatever the
+// supervisor's own caller left open (`octostore-supervisor ... 7>secret`). The
+// helper keeps using its own; what it starts gets only what it passes in Files.
+func adoptInherited() error {
+	if err := platform.CloexecFrom(3); err != nil {
+		return fmt.Errorf("inherited descriptors: %w", err)
 	}
+	return nil
 }
 
 // absorbSignals keeps a helper alive through the TERM/INT/HUP a group signal or a

@@ -4,6 +4,7 @@ package contain
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/signal"
 	"syscall"
@@ -26,7 +27,7 @@ func Run(ctx context.Context, cfg RunConfig) int {
 	say("containment: %s", cfg.Backend)
 	sweepStale(cfg.Backend, cfg.ProofBound, cfg.Stderr)
 	platform.ReserveThreads(reservedThreads)
-	if err := platform.BecomeSubreaper(); err != nil {
+	if err := errors.Join(adoptInherited(), platform.BecomeSubreaper()); err != nil {
 		say("%v", err)
 		return ExitSoftware
 	}

@@ -3,6 +3,7 @@
 package contain
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -22,9 +23,8 @@ import (
 // its tree may hold anything: the guardian kills it after proving the tree empty.
 // If the guardian disappears it kills its own tree first (fail closed).
 func ShimMain() int {
-	adoptInherited(fdCtl, fdOut, fdErr, fdLeaf)
 	platform.ReserveThreads(reservedThreads)
-	if err := platform.BecomeSubreaper(); err != nil {
+	if err := errors.Join(adoptInherited(), platform.BecomeSubreaper()); err != nil {
 		fmt.Fprintf(os.Stderr, "octostore-supervisor shim: %v\n", err)
 		return ExitSoftware
 	}

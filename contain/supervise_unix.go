@@ -3,6 +3,7 @@
 package contain
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -30,7 +31,7 @@ func envKeyEqual(a, b string) bool { return a == b }
 func prepareSupervisor(cfg Config, diag io.Writer) error {
 	sweepStale(cfg.Backend, cfg.ProofBound, diag)
 	platform.ReserveThreads(reservedThreads)
-	if err := platform.BecomeSubreaper(); err != nil {
+	if err := errors.Join(adoptInherited(), platform.BecomeSubreaper()); err != nil {
 		return err
 	}
 	return platform.SetNonDumpable()

@@ -13,3 +13,8 @@ func SetNonDumpable() error { return nil }
 
 // SetNoNewPrivs has no macOS equivalent; it is a no-op.
 func SetNoNewPrivs() error { return nil }
+
+// CloexecFrom marks every descriptor from first up close-on-exec, so that
+// nothing this process starts inherits a descriptor it was not handed
+// explicitly. macOS has no close_range: /dev/fd lists them.
+func CloexecFrom(first int) error { return cloexecListed("/dev/fd", first) }

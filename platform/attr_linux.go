@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"errors"
 	"fmt"
 
 	"golang.org/x/sys/unix"
@@ -31,6 +32,23 @@ func SetNonDumpable() error {
 func SetNoNewPrivs() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	return nil
+}
+
+// CloexecFrom marks every descriptor from first up close-on-exec, so that
+// nothing this process starts inherits a descriptor it was not handed
+// explicitly (a caller's `7>secret` included). Descriptors the process still
+// uses stay open; exec's dup2 of an explicitly passed one clears the flag on
+// the copy only.
+func CloexecFrom(first int) error {
+	err := unix.CloseRange(uint(first), ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) {
+		// Before Linux 5.11 (or under a seccomp filter that refuses it).
+		return cloexecListed("/proc/self/fd", first)
+	}
+	if err != nil {
+		return fmt.Errorf("close_range(%d, ~0, CLOSE_RANGE_CLOEXEC): %w", first, err)
 	}
 	return nil
 }
