@@ -50,7 +50,8 @@ type Config struct {
 	ReleaseBudget time.Duration // how long the hold gets to release after SIGTERM
 	ProofBound    time.Duration // how long teardown waits for the kernel to show a group empty
 	WorkerOutput  WorkerOutput
-	Backend       Backend // resolved by ResolveBackend before Supervise
+	Backend       Backend   // resolved by ResolveBackend before Supervise
+	Isolation     Isolation // resolved by ResolveIsolation before Supervise
 
 	Stdout io.Writer // supervisor lines
 	Stderr io.Writer // diagnostics

@@ -120,7 +120,8 @@ func (g *guardian) startGroups(init msg) error {
 	}
 	events.Close()
 	// run mode has no authority: the worker starts at once.
-	worker, err := g.spawnShim(groupWorker, out, os.Stderr, msg{Op: opInit, Gated: !init.Ungated, Argv: init.WorkerArgv, Env: init.WorkerEnv})
+	worker, err := g.spawnShim(groupWorker, out, os.Stderr, msg{Op: opInit, Gated: !init.Ungated, Argv: init.WorkerArgv, Env: init.WorkerEnv,
+		Isolation: init.Isolation, NoNewPrivs: init.NoNewPrivs})
 	if err == nil && init.Ungated {
 		worker.started = true
 	}

@@ -11,10 +11,12 @@ import (
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
-// intoCgroup spawns a child directly inside the cgroup whose directory fd is
-// given (clone3 with CLONE_INTO_CGROUP).
-func intoCgroup(fd int) *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+// intoCgroup is sys for a child spawned directly inside the cgroup whose
+// directory fd is given (clone3 with CLONE_INTO_CGROUP).
+func intoCgroup(sys *syscall.SysProcAttr, fd int) *syscall.SysProcAttr {
+	c := *sys
+	c.UseCgroupFD, c.CgroupFD = true, fd
+	return &c
 }
 
 // clone3Refused is how a kernel or seccomp profile refuses clone3: Go has no
@@ -23,23 +25,43 @@ func clone3Refused(err error) bool {
 	return errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EPERM)
 }
 
-// JoinMain is the join helper: `__octostore-join LEAF -- PROGRAM ARGS...`. It
-// moves itself into LEAF and only then execs PROGRAM, which therefore never runs
-// an instruction outside its cgroup.
+// JoinMain is the join helper: `__octostore-join LEAF UID:GID|- -- PROGRAM
+// ARGS...`. It moves itself into LEAF, takes the worker's identity if one is
+// given (with no supplementary groups; only after the move, which needs ours),
+// and only then execs PROGRAM, which therefore never runs an instruction
+// outside its cgroup or as us.
 func JoinMain(args []string) int {
-	if len(args) < 3 || args[1] != "--" {
-		fmt.Fprintln(os.Stderr, "octostore-supervisor: join helper: bad arguments")
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(os.Stderr, "octostore-supervisor: join helper: "+format+"\n", a...)
 		return ExitSoftware
 	}
-	leaf, argv := args[0], args[2:]
+	if len(args) < 4 || args[2] != "--" {
+		return fail("bad arguments")
+	}
+	leaf, argv := args[0], args[3:]
+	u, err := parseUserSpec(args[1])
+	if err != nil {
+		return fail("%v", err)
+	}
 	// "0" names the writing process itself.
 	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte("0"), 0); err != nil {
-		fmt.Fprintf(os.Stderr, "octostore-supervisor: join %s: %v\n", leaf, err)
-		return ExitSoftware
+		return fail("join %s: %v", leaf, err)
 	}
-	err := syscall.Exec(argv[0], argv, os.Environ())
-	fmt.Fprintf(os.Stderr, "octostore-supervisor: exec %s: %v\n", argv[0], err)
-	return ExitSoftware
+	if u != nil {
+		// Groups, then group, then user: after setuid the others are no
+		// longer allowed. The syscall package applies each to every thread.
+		if err := syscall.Setgroups(nil); err != nil {
+			return fail("setgroups: %v", err)
+		}
+		if err := syscall.Setgid(int(u.Gid)); err != nil {
+			return fail("setgid(%d): %v", u.Gid, err)
+		}
+		if err := syscall.Setuid(int(u.Uid)); err != nil {
+			return fail("setuid(%d): %v", u.Uid, err)
+		}
+	}
+	err = syscall.Exec(argv[0], argv, os.Environ())
+	return fail("exec %s: %v", argv[0], err)
 }
 
 // killLeafDir kills a leaf by its path and waits for it to empty; a shim whose

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-func intoCgroup(int) *syscall.SysProcAttr { return nil }
-func clone3Refused(error) bool            { return false }
+func intoCgroup(sys *syscall.SysProcAttr, _ int) *syscall.SysProcAttr { return sys }
+func clone3Refused(error) bool                                        { return false }
 
 // JoinMain exists only where cgroups do.
 func JoinMain([]string) int { return ExitSoftware }

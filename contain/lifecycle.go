@@ -164,6 +164,9 @@ func (r *run) start() error {
 	if r.readyDir, err = os.MkdirTemp("", "octostore-ready-"); err != nil {
 		return fmt.Errorf("create the worker's ready directory: %w", err)
 	}
+	if err := r.cfg.Isolation.giveDir(r.readyDir); err != nil {
+		return err
+	}
 	r.readyFile = filepath.Join(r.readyDir, "ready")
 
 	evR, evW, err := os.Pipe()

@@ -12,6 +12,8 @@ type RunConfig struct {
 	Argv       []string // absolute path of the program, then its arguments
 	Env        []string
 	Backend    Backend
+	Isolation  Isolation // resolved by ResolveIsolation
+	NoNewPrivs bool      // the command starts with no_new_privs set
 	Grace      time.Duration
 	ProofBound time.Duration
 	Timeout    time.Duration // 0: none

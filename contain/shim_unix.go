@@ -45,7 +45,7 @@ func ShimMain() int {
 		case opInit:
 			prog = m
 			if !m.Gated { // the hold starts at once; the worker waits for opStart
-				pid, err := startProgram(program{argv: prog.Argv, env: prog.Env, leaf: prog.Leaf, join: prog.Join})
+				pid, err := startProgram(program{argv: prog.Argv, env: prog.Env, noNewPrivs: prog.NoNewPrivs, iso: prog.Isolation, leaf: prog.Leaf, join: prog.Join})
 				reply := msg{Op: opReady, Reply: true, Pid: pid}
 				if err != nil {
 					reply.Err = err.Error()
@@ -60,7 +60,7 @@ func ShimMain() int {
 			_ = c.send(msg{Op: opReady, Reply: true})
 		case opStart:
 			env := append(append([]string(nil), prog.Env...), m.Env...)
-			pid, err := startProgram(program{argv: prog.Argv, env: env, noNewPrivs: true, fireMs: m.FireMs, leaf: prog.Leaf, join: prog.Join})
+			pid, err := startProgram(program{argv: prog.Argv, env: env, noNewPrivs: true, iso: prog.Isolation, fireMs: m.FireMs, leaf: prog.Leaf, join: prog.Join})
 			reply := msg{Op: opStart, Reply: true, Pid: pid}
 			if err != nil {
 				reply.Err = err.Error()
@@ -86,10 +86,11 @@ func ShimMain() int {
 type program struct {
 	argv       []string
 	env        []string
-	noNewPrivs bool   // the worker: no privilege gain through setuid binaries
-	fireMs     int64  // gated start: refuse once the armed deadline has passed
-	leaf       string // cgroup backend: the leaf the program must be born in (fd 6)
-	join       bool   // clone3 is refused: enter the leaf through the join re-exec
+	noNewPrivs bool       // the worker: no privilege gain through setuid binaries
+	iso        *Isolation // the worker: its user and PID namespace, if any
+	fireMs     int64      // gated start: refuse once the armed deadline has passed
+	leaf       string     // cgroup backend: the leaf the program must be born in (fd 6)
+	join       bool       // clone3 is refused: enter the leaf through the join re-exec
 }
 
 // startProgram runs the group's program with stdin /dev/null and the inherited
@@ -143,15 +144,19 @@ func startProgram(p program) (int, error) {
 		r := <-done
 		return r.pid, r.err
 	}
+	path, argv, sys, err := isolate(p.iso, p.argv)
+	if err != nil {
+		return 0, fmt.Errorf("start %s: %w", p.argv[0], err)
+	}
 	if p.leaf == "" {
-		pid, err := spawn(p.argv[0], p.argv, nil)
+		pid, err := spawn(path, argv, sys)
 		if err != nil {
 			return 0, fmt.Errorf("start %s: %w", p.argv[0], err)
 		}
 		return pid, nil
 	}
 	if !p.join {
-		pid, err := spawn(p.argv[0], p.argv, intoCgroup(fdLeaf))
+		pid, err := spawn(path, argv, intoCgroup(sys, fdLeaf))
 		if err == nil {
 			return pid, nil
 		}
@@ -163,7 +168,13 @@ func startProgram(p program) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	pid, err := spawn(exe, append([]string{"octostore-supervisor", JoinArg, p.leaf, "--"}, p.argv...), nil)
+	// The join helper must enter the leaf as us (its files are ours, never
+	// the worker user's); it takes the worker's identity itself, after.
+	user := "-"
+	if sys.Credential != nil {
+		user, sys.Credential = p.iso.User.spec(), nil
+	}
+	pid, err := spawn(exe, append([]string{"octostore-supervisor", JoinArg, p.leaf, user, "--", path}, argv[1:]...), sys)
 	if err != nil {
 		return 0, fmt.Errorf("start %s through the cgroup join helper: %w", p.argv[0], err)
 	}

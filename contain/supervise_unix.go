@@ -65,7 +65,7 @@ func openHost(cfg Config, events, workerOut *os.File) (host, error) {
 		}
 	}()
 	h.link, h.runName, err = launchGuardian(msg{Argv: cfg.Hold, Env: cfg.Env,
-		WorkerArgv: []string{cfg.Worker}, WorkerEnv: workerEnv(cfg.Env),
+		WorkerArgv: []string{cfg.Worker}, WorkerEnv: workerEnv(cfg.Env), Isolation: &cfg.Isolation,
 		Backend: &cfg.Backend, GraceMs: cfg.Grace.Milliseconds(), ProofMs: cfg.ProofBound.Milliseconds()},
 		events, workerOut, cfg.Interlock)
 	if h.link == nil {

@@ -22,19 +22,21 @@ type msg struct {
 	FireMs int64  `json:"fire_ms,omitempty"`
 	KillMs int64  `json:"kill_ms,omitempty"`
 
-	Gated      bool     `json:"gated,omitempty"`
-	Argv       []string `json:"argv,omitempty"`
-	Env        []string `json:"env,omitempty"`
-	Backend    *Backend `json:"backend,omitempty"`  // init: the resolved containment backend
-	RunName    string   `json:"run_name,omitempty"` // init: the run's cgroup directory name
-	Leaf       string   `json:"leaf,omitempty"`     // shim init: the group's cgroup leaf (fd 6 holds it open)
-	Join       bool     `json:"join,omitempty"`     // shim init: clone3 is refused; join the leaf by re-exec
-	Ungated    bool     `json:"ungated,omitempty"`  // init: run mode, start the worker at once
-	WorkerArgv []string `json:"worker_argv,omitempty"`
-	WorkerEnv  []string `json:"worker_env,omitempty"`
-	GraceMs    int64    `json:"grace_ms,omitempty"`
-	NoGrace    bool     `json:"no_grace,omitempty"` // contain: kill at once, no TERM phase
-	ProofMs    int64    `json:"proof_ms,omitempty"`
+	Gated      bool       `json:"gated,omitempty"`
+	Argv       []string   `json:"argv,omitempty"`
+	Env        []string   `json:"env,omitempty"`
+	Backend    *Backend   `json:"backend,omitempty"`  // init: the resolved containment backend
+	RunName    string     `json:"run_name,omitempty"` // init: the run's cgroup directory name
+	Leaf       string     `json:"leaf,omitempty"`     // shim init: the group's cgroup leaf (fd 6 holds it open)
+	Join       bool       `json:"join,omitempty"`     // shim init: clone3 is refused; join the leaf by re-exec
+	Ungated    bool       `json:"ungated,omitempty"`  // init: run mode, start the worker at once
+	WorkerArgv []string   `json:"worker_argv,omitempty"`
+	WorkerEnv  []string   `json:"worker_env,omitempty"`
+	Isolation  *Isolation `json:"isolation,omitempty"`    // init, shim init: how the worker is isolated
+	NoNewPrivs bool       `json:"no_new_privs,omitempty"` // init, shim init: run mode's worker starts with no_new_privs
+	GraceMs    int64      `json:"grace_ms,omitempty"`
+	NoGrace    bool       `json:"no_grace,omitempty"` // contain: kill at once, no TERM phase
+	ProofMs    int64      `json:"proof_ms,omitempty"`
 
 	Pid    int     `json:"pid,omitempty"`
 	Exited bool    `json:"exited,omitempty"` // contain reply: Code/Signal are the program's exit

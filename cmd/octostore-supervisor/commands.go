@@ -7,6 +7,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -27,7 +28,8 @@ if it was signalled; 70 if emptiness could not be proven). Wrap a CI job step in
 			&cli.DurationFlag{Name: "timeout", Usage: "stop the command after this long (TERM, grace, KILL); 0 means no limit"},
 			&cli.DurationFlag{Name: "term-grace", Value: contain.DefaultGrace, Usage: "time between TERM and KILL when stopping what is left"},
 			&cli.BoolFlag{Name: "json", Usage: "print one summary line on stdout at the end (backend, proven_empty, processes killed after the main process ended, CPU time and peak memory where the cgroup reports them)"},
-		}, backendFlags()...),
+			&cli.BoolFlag{Name: "no-new-privs", Usage: "start the command with no_new_privs set (Linux): neither it nor anything it runs gains privileges through setuid binaries or file capabilities"},
+		}, slices.Concat(backendFlags(), isolationFlags())...),
 		OnUsageError: usageErr,
 		Action: func(c *cli.Context) error {
 			args := c.Args().Slice()
@@ -52,8 +54,17 @@ if it was signalled; 70 if emptiness could not be proven). Wrap a CI job step in
 			if err != nil {
 				return err
 			}
+			iso, err := resolveIsolation(c)
+			if err != nil {
+				return err
+			}
+			if c.Bool("no-new-privs") {
+				if err := contain.NoNewPrivsUnsupported(); err != nil {
+					return usageError{"--no-new-privs: " + err.Error()}
+				}
+			}
 			*code = contain.Run(context.Background(), contain.RunConfig{
-				Argv: append([]string{path}, args[1:]...), Env: env, Backend: b, Grace: grace,
+				Argv: append([]string{path}, args[1:]...), Env: env, Backend: b, Isolation: iso, NoNewPrivs: c.Bool("no-new-privs"), Grace: grace,
 				ProofBound: contain.DefaultProofBound, Timeout: timeout, JSON: c.Bool("json"), Stdout: stdout, Stderr: stderr,
 			})
 			return nil

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +26,27 @@ func superviseFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "ready-timeout", Value: contain.DefaultReadyTimeout, Usage: "how long a required ready file may take"},
 		&cli.DurationFlag{Name: "release-timeout", Value: contain.DefaultReleaseBudget, Usage: "how long the hold gets to confirm its release after SIGTERM"},
 		&cli.StringFlag{Name: "worker-output", Value: string(contain.WorkerOutputStderr), Usage: "where the worker's stdout and stderr go: stderr (stdout stays supervisor-only) or inherit"},
-	}, append(embeddedFlags(), backendFlags()...)...)
+	}, slices.Concat(embeddedFlags(), backendFlags(), isolationFlags())...)
+}
+
+// isolationFlags separate the worker from the supervisor side (supervise and run).
+func isolationFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "worker-user", Usage: "run only the worker as USER[:GROUP] (default group: USER's primary group), with no supplementary groups; needs the supervisor to run as root; not root, not the supervisor's own user"},
+		&cli.BoolFlag{Name: "private-pids", Usage: "Linux: run the worker in a PID namespace of its own with its own /proc (it sees and signals only its own tree; everything in it dies with it); as root, or unprivileged through a user namespace"},
+	}
+}
+
+// resolveIsolation turns the isolation flags into an Isolation, or a usage error.
+func resolveIsolation(c *cli.Context) (contain.Isolation, error) {
+	if c.IsSet("worker-user") && c.String("worker-user") == "" {
+		return contain.Isolation{}, usageError{"--worker-user needs a user name or uid"}
+	}
+	iso, err := contain.ResolveIsolation(contain.IsolationRequest{WorkerUser: c.String("worker-user"), PrivatePids: c.Bool("private-pids")})
+	if err != nil {
+		return iso, usageError{err.Error()}
+	}
+	return iso, nil
 }
 
 // backendFlags choose and shape the containment backend (supervise and run).
@@ -182,7 +203,10 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 			return cfg, usageError{"hold command path: " + err.Error()}
 		}
 	}
-	cfg.Backend, err = resolveBackend(c)
+	if cfg.Backend, err = resolveBackend(c); err != nil {
+		return cfg, err
+	}
+	cfg.Isolation, err = resolveIsolation(c)
 	return cfg, err
 }
 

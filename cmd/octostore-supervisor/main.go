@@ -35,6 +35,9 @@ func main() {
 	if len(os.Args) > 2 && os.Args[1] == contain.JoinArg {
 		os.Exit(contain.JoinMain(os.Args[2:]))
 	}
+	if len(os.Args) > 2 && os.Args[1] == contain.PidInitArg {
+		os.Exit(contain.PidInitMain(os.Args[2:]))
+	}
 	// The embedded hold: the octostore client, run as the supervisor's hold
 	// process (see embeddedHold).
 	if len(os.Args) > 1 && os.Args[1] == HoldArg {

@@ -1,0 +1,181 @@
+package contain
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+)
+
+// PidInitArg is the hidden argv[1] of the PID-namespace init (--private-pids):
+// `__octostore-pidinit UID:GID|- -- PROGRAM ARGS...`.
+const PidInitArg = "__octostore-pidinit"
+
+// Isolation separates the worker (only the worker: never the hold, the shims
+// or the guardian) from the supervisor side, beyond its container.
+type Isolation struct {
+	// User runs the worker under another identity, with no supplementary
+	// groups, so it can signal, ptrace and open nothing of ours.
+	User *WorkerUser `json:"user,omitempty"`
+	// PrivatePids makes the worker's tree a PID namespace of its own, with
+	// its own /proc: it sees and signals only itself, and when the
+	// namespace's init dies the kernel kills everything left in it.
+	PrivatePids bool `json:"private_pids,omitempty"`
+}
+
+// WorkerUser is the identity --worker-user resolved to.
+type WorkerUser struct {
+	Name string `json:"name"`
+	Uid  uint32 `json:"uid"`
+	Gid  uint32 `json:"gid"`
+}
+
+// IsolationRequest is what the command line asked for.
+type IsolationRequest struct {
+	WorkerUser  string // USER[:GROUP], names or numeric ids; "" for none
+	PrivatePids bool
+}
+
+// ErrIsolation marks an isolation request that cannot be honoured (exit 64).
+var ErrIsolation = errors.New("worker isolation unavailable")
+
+// ResolveIsolation checks an isolation request before anything starts: every
+// refusal names why, and nothing is quietly dropped.
+func ResolveIsolation(req IsolationRequest) (Isolation, error) {
+	var iso Isolation
+	if req.WorkerUser != "" {
+		u, err := resolveWorkerUser(req.WorkerUser)
+		if err != nil {
+			return Isolation{}, fmt.Errorf("%w: --worker-user: %w", ErrIsolation, err)
+		}
+		iso.User = u
+	}
+	if req.PrivatePids {
+		if err := privatePidsProbe(); err != nil {
+			return Isolation{}, fmt.Errorf("%w: --private-pids: %w", ErrIsolation, err)
+		}
+		iso.PrivatePids = true
+	}
+	return iso, nil
+}
+
+// resolveWorkerUser looks USER[:GROUP] up. The group defaults to the user's
+// primary group. Root and the supervisor's own identity are refused: either
+// would leave the worker able to reach everything the isolation is for.
+func resolveWorkerUser(spec string) (*WorkerUser, error) {
+	if err := workerUserUnsupported(); err != nil {
+		return nil, err
+	}
+	if euid := os.Geteuid(); euid != 0 {
+		return nil, fmt.Errorf("the supervisor runs as uid %d; only root can start the worker as another user (run the supervisor as root, or drop --worker-user)", euid)
+	}
+	name, group, hasGroup := strings.Cut(spec, ":")
+	u, err := lookupUser(name)
+	if err != nil {
+		return nil, err
+	}
+	uid, err := parseID(u.Uid, "uid of "+name)
+	if err != nil {
+		return nil, err
+	}
+	gid, err := parseID(u.Gid, "primary gid of "+name)
+	if err != nil {
+		return nil, err
+	}
+	if hasGroup {
+		g, err := lookupGroup(group)
+		if err != nil {
+			return nil, err
+		}
+		if gid, err = parseID(g.Gid, "gid of "+group); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case uid == 0:
+		return nil, fmt.Errorf("%s is root (uid 0): the worker would keep every privilege the isolation takes away; name an unprivileged user", name)
+	case int(uid) == os.Getuid() || int(uid) == os.Geteuid():
+		return nil, fmt.Errorf("%s (uid %d) is the supervisor's own user: the worker could signal and open its supervisor; name another user", name, uid)
+	case gid == 0:
+		return nil, fmt.Errorf("group 0 (root) would let the worker reach root's group-owned files; name another group")
+	}
+	return &WorkerUser{Name: name, Uid: uid, Gid: gid}, nil
+}
+
+func lookupUser(name string) (*user.User, error) {
+	u, err := user.Lookup(name)
+	if err != nil && isDigits(name) {
+		u, err = user.LookupId(name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("unknown user %q (%v)", name, err)
+	}
+	return u, nil
+}
+
+func lookupGroup(name string) (*user.Group, error) {
+	g, err := user.LookupGroup(name)
+	if err != nil && isDigits(name) {
+		g, err = user.LookupGroupId(name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("unknown group %q (%v)", name, err)
+	}
+	return g, nil
+}
+
+func parseID(s, what string) (uint32, error) {
+	n, err := strconv.ParseUint(s, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("the %s is %q, not a number", what, s)
+	}
+	return uint32(n), nil
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// giveDir hands a directory the worker must write (its private ready
+// directory) to the worker's user; without --worker-user it stays ours.
+func (iso Isolation) giveDir(dir string) error {
+	if iso.User == nil {
+		return nil
+	}
+	if err := os.Chown(dir, int(iso.User.Uid), int(iso.User.Gid)); err != nil {
+		return fmt.Errorf("give %s to the worker user %s: %w", dir, iso.User.Name, err)
+	}
+	return nil
+}
+
+// userSpec is how a helper is told the worker's identity on its command line.
+func (u *WorkerUser) spec() string {
+	if u == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d:%d", u.Uid, u.Gid)
+}
+
+// parseUserSpec reads spec back; "-" is nil.
+func parseUserSpec(s string) (*WorkerUser, error) {
+	if s == "-" {
+		return nil, nil
+	}
+	us, gs, ok := strings.Cut(s, ":")
+	uid, uerr := strconv.ParseUint(us, 10, 32)
+	gid, gerr := strconv.ParseUint(gs, 10, 32)
+	if !ok || uerr != nil || gerr != nil {
+		return nil, fmt.Errorf("bad worker identity %q", s)
+	}
+	return &WorkerUser{Name: us, Uid: uint32(uid), Gid: uint32(gid)}, nil
+}

@@ -1,0 +1,237 @@
+package contain
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/octostore-supervisor/supervisor/platform"
+)
+
+// A worker with --private-pids is not the init of its PID namespace itself:
+// our own binary is, re-executed as PidInitMain. Three reasons. A namespace's
+// init ignores every signal it has no handler for, so an ordinary program
+// (a shell script, say) as pid 1 would sit out the teardown's TERM and always
+// take the KILL after the grace. The init inherits every orphan of the
+// namespace and must reap them, which ordinary programs do not. And the
+// namespace's own /proc has to be mounted after the clone and before the
+// program runs, which exec gives no place for. bubblewrap's --unshare-pid
+// runs such an init for the same reasons; systemd's PrivatePIDs= makes the
+// service itself pid 1 and documents that it must cope.
+//
+// The init is born where the worker would have been (in its cgroup leaf
+// through clone3, or through the join helper; in the shim's process group
+// otherwise), so containment is unchanged: from outside the namespace its
+// whole tree is an ordinary subtree of the shim, swept and proven as before.
+// The namespace adds a second kernel guarantee: when the init exits, the
+// kernel kills everything left inside.
+
+// pidNS clones a PID and a mount namespace, and returns the init's MAP
+// argument. As root nothing else is needed (MAP "-"). Unprivileged, a user
+// namespace comes with them in which the init maps only our own uid and gid
+// onto themselves (MAP "UID:GID"; no other identity exists inside). The init
+// writes that mapping itself: the shim that starts it is not dumpable, so its
+// child's /proc files are root's and the shim could not write them. The init
+// keeps CAP_SYS_ADMIN over its namespace as an ambient capability, for the
+// mapping and the new /proc, and drops it before the worker starts.
+func pidNS() (*syscall.SysProcAttr, string) {
+	sys := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS}
+	if os.Geteuid() == 0 {
+		return sys, "-"
+	}
+	sys.Cloneflags |= syscall.CLONE_NEWUSER
+	sys.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
+	own := WorkerUser{Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid())}
+	return sys, own.spec()
+}
+
+// isolate returns what the shim execs for a worker and how: the program
+// itself (under its worker user, if any), or our PID-namespace init, which
+// takes the worker user only for the program it starts.
+func isolate(iso *Isolation, argv []string) (string, []string, *syscall.SysProcAttr, error) {
+	sys := &syscall.SysProcAttr{}
+	if iso == nil || !iso.PrivatePids {
+		if iso != nil && iso.User != nil {
+			sys.Credential = credential(iso.User)
+		}
+		return argv[0], argv, sys, nil
+	}
+	exe, err := selfExe()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	sys, mapping := pidNS()
+	return exe, append([]string{"octostore-supervisor", PidInitArg, mapping, iso.User.spec(), "--"}, argv...), sys, nil
+}
+
+// privatePidsProbe starts the init in a new namespace with nothing to run and
+// reports why that failed, if it did.
+func privatePidsProbe() error {
+	exe, err := selfExe()
+	if err != nil {
+		return err
+	}
+	var stderr bytes.Buffer
+	sys, mapping := pidNS()
+	cmd := exec.Command(exe, PidInitArg, mapping, "-", "--")
+	cmd.Args[0] = "octostore-supervisor"
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = sys
+	if err := cmd.Run(); err != nil {
+		why := strings.TrimSpace(stderr.String())
+		if why == "" {
+			why = err.Error()
+		}
+		if os.Geteuid() != 0 {
+			why += "; unprivileged, it needs user namespaces (" + userNSState() + ")"
+		}
+		return fmt.Errorf("a PID namespace with its own /proc cannot be created here: %s", why)
+	}
+	return nil
+}
+
+// userNSState says what the host's settings allow for unprivileged user
+// namespaces, for diagnostics.
+func userNSState() string {
+	state := "max_user_namespaces=" + readTrim("/proc/sys/user/max_user_namespaces")
+	if readTrim("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1" {
+		state += "; AppArmor restricts unprivileged ones (kernel.apparmor_restrict_unprivileged_userns=1)"
+	}
+	if v := readTrim("/proc/sys/kernel/unprivileged_userns_clone"); v == "0" {
+		state += "; kernel.unprivileged_userns_clone=0"
+	}
+	return state
+}
+
+// PidInitMain is the init of a worker's PID namespace (see the top of this
+// file): `__octostore-pidinit MAP UID:GID|- -- PROGRAM ARGS...` (MAP: see
+// pidNS). It mounts the namespace's own /proc, starts PROGRAM (as UID:GID with no supplementary
+// groups, when given), forwards TERM, INT, HUP, QUIT, USR1 and USR2 to it,
+// reaps every orphan, and exits with PROGRAM's status (128+signal when it
+// was killed) as soon as PROGRAM ends; the kernel then kills whatever else
+// is left in the namespace.
+func PidInitMain(args []string) int {
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(os.Stderr, "octostore-supervisor pid init: "+format+"\n", a...)
+		return ExitSoftware
+	}
+	// Before the first fork, so no signal is lost.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
+	if len(args) < 3 || args[2] != "--" {
+		return fail("bad arguments")
+	}
+	own, err := parseUserSpec(args[0])
+	if err != nil {
+		return fail("%v", err)
+	}
+	u, err := parseUserSpec(args[1])
+	if err != nil {
+		return fail("%v", err)
+	}
+	if err := mapOwnIDs(own); err != nil {
+		return fail("%v", err)
+	}
+	// Only now: a non-dumpable process's /proc files are root's, its
+	// uid_map included.
+	if err := platform.SetNonDumpable(); err != nil {
+		return fail("%v", err)
+	}
+	if err := mountOwnProc(); err != nil {
+		return fail("%v", err)
+	}
+	argv := args[3:]
+	if len(argv) == 0 {
+		return ExitOK // the probe: the namespace works
+	}
+	pid, err := startWorkerInNS(argv, u)
+	if err != nil {
+		return fail("start %s: %v", argv[0], err)
+	}
+	// One goroutine both reaps and forwards, so a signal never reaches the
+	// worker's pid after it was reaped (and could name another process).
+	for s := range sigs {
+		if s != syscall.SIGCHLD {
+			_ = unix.Kill(pid, s.(syscall.Signal))
+			continue
+		}
+		for {
+			var ws unix.WaitStatus
+			got, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			if got <= 0 || err != nil {
+				break
+			}
+			if got == pid {
+				code, _ := exitCodeOf(ws)
+				return code
+			}
+		}
+	}
+	return ExitSoftware
+}
+
+// mapOwnIDs maps our own uid and gid onto themselves in a fresh user
+// namespace (nil: there is none). setgroups must be denied first: an
+// unprivileged mapping may not let anyone drop a group that denies access.
+func mapOwnIDs(own *WorkerUser) error {
+	if own == nil {
+		return nil
+	}
+	for _, w := range []struct{ file, data string }{
+		{"/proc/self/setgroups", "deny"},
+		{"/proc/self/uid_map", fmt.Sprintf("%d %d 1", own.Uid, own.Uid)},
+		{"/proc/self/gid_map", fmt.Sprintf("%d %d 1", own.Gid, own.Gid)},
+	} {
+		if err := os.WriteFile(w.file, []byte(w.data), 0); err != nil {
+			return fmt.Errorf("map our own ids in the user namespace: %w", err)
+		}
+	}
+	return nil
+}
+
+// mountOwnProc gives the namespace a /proc of its own. The whole tree is made
+// private first: the namespace's mounts are copies of the host's, and a mount
+// on a shared one would propagate back to the host.
+func mountOwnProc() error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make the mount namespace private: %w", err)
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount the namespace's /proc: %w", err)
+	}
+	return nil
+}
+
+// startWorkerInNS starts the worker with the init's descriptors 0-2 and
+// environment, from a thread of its own that has dropped the ambient
+// capability the init kept for mounting, so the worker starts with none.
+func startWorkerInNS(argv []string, u *WorkerUser) (int, error) {
+	sys := &syscall.SysProcAttr{}
+	if u != nil {
+		sys.Credential = credential(u)
+	}
+	type result struct {
+		pid int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread goes with the goroutine
+		if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			done <- result{0, fmt.Errorf("drop ambient capabilities: %w", err)}
+			return
+		}
+		pid, _, err := syscall.StartProcess(argv[0], argv, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: sys})
+		done <- result{pid, err}
+	}()
+	r := <-done
+	return r.pid, r.err
+}

@@ -1,0 +1,22 @@
+package contain
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+func workerUserUnsupported() error {
+	return errors.New("needs Linux or macOS (Windows workers run under the supervisor's own account)")
+}
+
+// NoNewPrivsUnsupported says why `run --no-new-privs` cannot be honoured here.
+func NoNewPrivsUnsupported() error { return errors.New("no_new_privs exists only on Linux") }
+
+func privatePidsProbe() error { return errors.New("PID namespaces exist only on Linux") }
+
+// PidInitMain exists only where PID namespaces do.
+func PidInitMain([]string) int {
+	fmt.Fprintln(os.Stderr, "octostore-supervisor: PID namespaces exist only on Linux")
+	return ExitSoftware
+}
