@@ -69,7 +69,8 @@ func Doctor() Diagnosis {
 	}
 	userns := readTrim("/proc/sys/user/max_user_namespaces")
 	restricted := readTrim("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1"
-	d.add("user namespaces", userns != "" && userns != "0" && !restricted, fmt.Sprintf("max_user_namespaces=%s%s (for a future worker-in-its-own-namespace mode)", userns, map[bool]string{true: "; AppArmor restricts unprivileged ones", false: ""}[restricted]))
+	d.add("user namespaces", userns != "" && userns != "0" && !restricted, userNSState()+" (--private-pids needs them when the supervisor is not root)")
+	d.addIsolation()
 
 	b, err := ResolveBackend(BackendRequest{Containment: "auto"})
 	if err != nil {

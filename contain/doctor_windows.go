@@ -69,6 +69,7 @@ func Doctor() Diagnosis {
 	}
 	d.add("continuous clock", true, "GetTickCount64 counts suspend and hibernation; the supervisor checks its own deadline on it every 100ms")
 	d.add("supervisor killed", true, "no guardian is needed: the jobs are KILL_ON_JOB_CLOSE, so the kernel kills both groups when the supervisor's handles close, however it dies")
+	d.addIsolation()
 	d.add("escapes no job prevents", false, "processes created on the worker's behalf by other system components (WMI Win32_Process.Create, services, scheduled tasks, out-of-process COM servers) are not in its job")
 
 	b, err := ResolveBackend(BackendRequest{Containment: "auto"})

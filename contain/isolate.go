@@ -158,6 +158,27 @@ func (iso Isolation) giveDir(dir string) error {
 	return nil
 }
 
+// addIsolation says which worker isolation modes this host offers, and why not.
+func (d *Diagnosis) addIsolation() {
+	switch err := workerUserUnsupported(); {
+	case err != nil:
+		d.add("isolation --worker-user", false, err.Error())
+	case os.Geteuid() != 0:
+		d.add("isolation --worker-user", false, fmt.Sprintf("needs the supervisor to run as root (it runs as uid %d)", os.Geteuid()))
+	default:
+		d.add("isolation --worker-user", true, "the worker can run as another user with no supplementary groups, unable to signal, ptrace or open anything of the supervisor side")
+	}
+	if err := privatePidsProbe(); err != nil {
+		d.add("isolation --private-pids", false, err.Error())
+		return
+	}
+	how := "as root"
+	if os.Geteuid() != 0 {
+		how = "unprivileged, through a user namespace"
+	}
+	d.add("isolation --private-pids", true, "the worker can run in a PID namespace of its own with its own /proc ("+how+"): it sees and signals only its own tree")
+}
+
 // userSpec is how a helper is told the worker's identity on its command line.
 func (u *WorkerUser) spec() string {
 	if u == nil {
