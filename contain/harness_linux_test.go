@@ -109,12 +109,13 @@ type sc struct {
 	hold        []string // fakehold flags and steps
 	worker      string   // escaper flags; "" means a cooperative worker that sleeps
 	env         []string
-	flags       []string // supervisor flags, before the kind
-	pause       string   // test hook: the supervisor SIGSTOPs itself at this point
-	setpgid     bool     // start the supervisor as its own process-group leader
-	uid         uint32   // run the supervisor as this user (0: as the test)
-	holdPre     string   // shell run before the hold execs (e.g. to record its environment)
-	cgroupProcs string   // join this cgroup.procs before exec'ing the supervisor
+	flags       []string   // supervisor flags, before the kind
+	pause       string     // test hook: the supervisor SIGSTOPs itself at this point
+	setpgid     bool       // start the supervisor as its own process-group leader
+	uid         uint32     // run the supervisor as this user (0: as the test)
+	holdPre     string     // shell run before the hold execs (e.g. to record its environment)
+	cgroupProcs string     // join this cgroup.procs before exec'ing the supervisor
+	files       []*os.File // the supervisor's caller's descriptors from 3 up (nil: closed)
 }
 
 // run is one supervisor process under test.
@@ -134,7 +135,7 @@ type run struct {
 func start(t *testing.T, s sc) *run {
 	t.Helper()
 	dir := t.TempDir()
-	if s.uid != 0 {
+	if s.uid != 0 || slices.Contains(s.flags, "--worker-user") {
 		// t.TempDir's parent is private to us; the other user must reach its child.
 		require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711))
 		require.NoError(t, os.Chmod(dir, 0o777))
@@ -185,6 +186,7 @@ func start(t *testing.T, s sc) *run {
 	if s.pause != "" {
 		cmd.Env = append(cmd.Env, "OCTOSTORE_SUPERVISOR_TESTHOOK_PAUSE="+s.pause)
 	}
+	cmd.ExtraFiles = s.files
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: s.setpgid}
 	if s.uid != 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: s.uid, Gid: s.uid}

@@ -41,6 +41,22 @@
 //	--started-at PATH       write the unix nanoseconds at which main started
 //	--tamper PATH           probe the supervisor's state and record one line per
 //	                        attempt in PATH: "ok WHAT" or "fail WHAT: ERR"
+//	--inside PATH           (Linux) write what the worker sees of itself: the
+//	                        Uid, Gid, Groups and NoNewPrivs lines of
+//	                        /proc/self/status, "pid N", "fd N TARGET" per open
+//	                        descriptor (the Go runtime's own included),
+//	                        "procs ..." (the pids its /proc lists) and "proc1
+//	                        CMDLINE" (pid 1's command)
+//	--reach LIST            (Linux) wait (30 s at most) until LIST holds pids,
+//	                        one a line, ended by "end"; try against each
+//	                        signal 0, SIGSTOP (undone at once by SIGCONT if it
+//	                        worked), PTRACE_SEIZE, reading /proc/PID/environ,
+//	                        listing /proc/PID/fd and opening /proc/PID/fd/0-2
+//	                        for writing; open its own cgroup's cgroup.procs,
+//	                        cgroup.kill, cgroup.freeze and
+//	                        cgroup.subtree_control for writing (writing
+//	                        nothing); record "ok WHAT"/"fail WHAT: ERR" lines
+//	                        in LIST.out, then create LIST.done
 //	--setsid                the worker calls setsid() (direct escape)
 //	--setpgid               the worker calls setpgid(0, 0) (direct escape)
 //	--child                 spawn one child (role child) in the same group
@@ -115,7 +131,8 @@
 // CTRL_CLOSE) work there as described.
 //
 // Order of a worker run: "started" log line; --setsid/--setpgid; signal
-// setup; pidfile line; --env-out; --stdout-forge; --tamper; spawns (with
+// setup; pidfile line; --env-out; --stdout-forge; --tamper; --inside;
+// --reach; spawns (with
 // the --setuid wait, and the --tree wait before the --light-tree
 // processes); then the --marker, --touch-ready and --exit timers run
 // concurrently and the worker sleeps until a signal or --exit ends it.

@@ -32,6 +32,8 @@ const usage = `usage: escaper [flags]   (no arguments: flags from $ESCAPER_ARGS,
   --exit-after DUR        delay before exiting (default 0s)
   --stdout-forge          print a forged supervisor line and hello lines
   --tamper PATH           probe supervisor state, record "ok WHAT"/"fail WHAT: err" lines
+  --inside PATH           (Linux) write the worker's identity, pid, open fds and the pids its /proc lists
+  --reach LIST            (Linux) wait for pids in LIST, try to signal/stop/ptrace/read them, record in LIST.out
   --started-at PATH       write the unix nanoseconds at which main started (benchmarks)
   --setsid                worker calls setsid()
   --setpgid               worker calls setpgid(0, 0)
@@ -80,6 +82,7 @@ type options struct {
 	exitAfter                time.Duration
 	stdoutForge              bool
 	tamper                   string
+	inside, reach            string
 	startedAt                string
 	setsid, setpgid          bool
 	child, grandchildSetsid  bool
@@ -139,6 +142,8 @@ func parseArgs(args []string) (*options, error) {
 	fs.DurationVar(&o.exitAfter, "exit-after", 0, "")
 	fs.BoolVar(&o.stdoutForge, "stdout-forge", false, "")
 	fs.StringVar(&o.tamper, "tamper", "", "")
+	fs.StringVar(&o.inside, "inside", "", "")
+	fs.StringVar(&o.reach, "reach", "", "")
 	fs.StringVar(&o.startedAt, "started-at", "", "")
 	fs.BoolVar(&o.setsid, "setsid", false, "")
 	fs.BoolVar(&o.setpgid, "setpgid", false, "")
@@ -229,6 +234,8 @@ func parseArgs(args []string) (*options, error) {
 		return nil, fmt.Errorf("--migrate-cgroup: %w", errUnsupported)
 	case set["light-tree"] && !lightModes:
 		return nil, fmt.Errorf("--light-tree: %w", errUnsupported)
+	case (set["inside"] || set["reach"]) && !insideModes:
+		return nil, fmt.Errorf("--inside, --reach: %w", errUnsupported)
 	}
 	if o.pidfile != "" {
 		if _, err := pidfile.Line(""); err != nil {
@@ -310,6 +317,12 @@ func runWorker(o *options) int {
 	}
 	if o.tamper != "" {
 		tamper(o.tamper)
+	}
+	if o.inside != "" {
+		inside(o.inside)
+	}
+	if o.reach != "" {
+		reach(o.reach)
 	}
 
 	spawnAll(o)
