@@ -3,6 +3,7 @@ package contain_test
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -31,6 +32,11 @@ func BenchmarkTable(b *testing.B) {
 
 	gate, base := benchGate(b, 25)
 	add("authority line -> worker main() (supervised)", gate, "")
+	// The isolation modes, each beside the default measured in the same run.
+	for _, iso := range [][]string{{"--private-pids"}, {"--worker-user", "nobody"}, {"--private-pids", "--worker-user", "nobody"}} {
+		g, _ := benchGate(b, 25, iso...)
+		add("  the same with "+strings.Join(iso, " "), g, fmt.Sprintf("p50 %+.2f ms vs the default; target within 5 ms", float64((pct(g, 50)-pct(gate, 50)).Microseconds())/1000))
+	}
 	add("fork+exec -> worker main() (direct, baseline)", base, "Go runtime start of the worker")
 	added := make([]time.Duration, len(gate))
 	for i := range gate {
@@ -120,17 +126,23 @@ func benchScript(b *testing.B, dir, flags string) string {
 }
 
 // benchGate: from the instant the hold wrote leader to the worker's main().
-func benchGate(b *testing.B, n int) (gate, base []time.Duration) {
+func benchGate(b *testing.B, n int, flags ...string) (gate, base []time.Duration) {
 	for i := 0; i < n; i++ {
 		dir := b.TempDir()
+		if slices.Contains(flags, "--worker-user") {
+			// The worker's user writes its stamp here.
+			if err := errors.Join(os.Chmod(filepath.Dir(dir), 0o711), os.Chmod(dir, 0o777)); err != nil {
+				b.Fatal(err)
+			}
+		}
 		// exec directly, so sh adds nothing to the measurement
 		w := filepath.Join(dir, "w")
 		if err := os.Symlink(bins.esc, w); err != nil {
 			b.Fatal(err)
 		}
 		env := append(os.Environ(), "ESCAPER_ARGS=--started-at "+dir+"/started --term-exits")
-		cmd := exec.Command(bins.sup, "election", "room", "agent", w, "--", bins.hold, "--stamps", dir+"/stamps",
-			"emit:leader,term=1,budget=20000", "waitfile:"+dir+"/started", "emit:released,term=1")
+		cmd := exec.Command(bins.sup, slices.Concat([]string{"election"}, flags, []string{"room", "agent", w, "--", bins.hold, "--stamps", dir + "/stamps",
+			"emit:leader,term=1,budget=20000", "waitfile:" + dir + "/started", "emit:released,term=1"})...)
 		cmd.Env = env
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("gate run: %v\n%s", err, out)
