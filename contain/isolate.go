@@ -104,24 +104,24 @@ func resolveWorkerUser(spec string) (*WorkerUser, error) {
 	return &WorkerUser{Name: name, Uid: uid, Gid: gid}, nil
 }
 
+// lookupUser finds a user by name, else by uid.
 func lookupUser(name string) (*user.User, error) {
 	u, err := user.Lookup(name)
-	if err != nil && isDigits(name) {
-		u, err = user.LookupId(name)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("unknown user %q (%v)", name, err)
+		if u, err = user.LookupId(name); err != nil {
+			return nil, fmt.Errorf("unknown user %q", name)
+		}
 	}
 	return u, nil
 }
 
+// lookupGroup finds a group by name, else by gid.
 func lookupGroup(name string) (*user.Group, error) {
 	g, err := user.LookupGroup(name)
-	if err != nil && isDigits(name) {
-		g, err = user.LookupGroupId(name)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("unknown group %q (%v)", name, err)
+		if g, err = user.LookupGroupId(name); err != nil {
+			return nil, fmt.Errorf("unknown group %q", name)
+		}
 	}
 	return g, nil
 }
@@ -132,18 +132,6 @@ func parseID(s, what string) (uint32, error) {
 		return 0, fmt.Errorf("the %s is %q, not a number", what, s)
 	}
 	return uint32(n), nil
-}
-
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // giveDir hands a directory the worker must write (its private ready

@@ -77,14 +77,8 @@ func inside(out string) {
 // list.out, then creates list.done. A stop that succeeds is undone at once.
 func reach(list string) {
 	pids := waitPidList(list)
-	var lines []string
-	rec := func(what string, err error) {
-		if err != nil {
-			lines = append(lines, fmt.Sprintf("fail %s: %v", what, err))
-		} else {
-			lines = append(lines, "ok "+what)
-		}
-	}
+	var a attempts
+	rec := a.rec
 	runtime.LockOSThread() // ptrace requests belong to the thread that made them
 	for _, pid := range pids {
 		rec(fmt.Sprintf("signal-0 %d", pid), unix.Kill(pid, 0))
@@ -116,7 +110,7 @@ func reach(list string) {
 			rec("open-write "+p, openClose(p, os.O_WRONLY))
 		}
 	}
-	if err := writeFileAtomic(list+".out", []byte(strings.Join(lines, "\n")+"\n")); err != nil {
+	if err := writeFileAtomic(list+".out", []byte(a.String())); err != nil {
 		die("--reach: %v", err)
 	}
 	touch(list + ".done")

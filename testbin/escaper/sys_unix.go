@@ -68,14 +68,8 @@ func detachStderr() error {
 // signal other than 0: the point is to show what is reachable, not to break
 // the run that is being tested.
 func tamper(out string) {
-	var lines []string
-	rec := func(what string, err error) {
-		if err != nil {
-			lines = append(lines, fmt.Sprintf("fail %s: %v", what, err))
-		} else {
-			lines = append(lines, "ok "+what)
-		}
-	}
+	var a attempts
+	rec := a.rec
 
 	if ready := os.Getenv("OCTOSTORE_SUPERVISOR_READY_FILE"); ready == "" {
 		rec("list state dir", fmt.Errorf("OCTOSTORE_SUPERVISOR_READY_FILE is not set"))
@@ -132,10 +126,23 @@ func tamper(out string) {
 		}
 	}
 
-	if err := appendLine(out, strings.Join(lines, "\n")+"\n"); err != nil {
+	if err := appendLine(out, a.String()); err != nil {
 		die("tamper: %v", err)
 	}
 }
+
+// attempts records what a probe tried: "ok WHAT" or "fail WHAT: ERR", a line each.
+type attempts []string
+
+func (a *attempts) rec(what string, err error) {
+	if err != nil {
+		*a = append(*a, fmt.Sprintf("fail %s: %v", what, err))
+	} else {
+		*a = append(*a, "ok "+what)
+	}
+}
+
+func (a attempts) String() string { return strings.Join(a, "\n") + "\n" }
 
 func listDir(dir string) ([]string, error) {
 	es, err := os.ReadDir(dir)
