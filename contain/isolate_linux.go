@@ -27,6 +27,14 @@ import (
 // runs such an init for the same reasons; systemd's PrivatePIDs= makes the
 // service itself pid 1 and documents that it must cope.
 //
+// Unlike bubblewrap's, our init does not forward signals: the teardown and
+// run's forwarding already signal every process of the group one by one
+// (seen from outside, the namespace's processes are ordinary members of the
+// tree), so a forwarded copy would reach the worker twice, and a program
+// that takes a second Ctrl-C as "force quit" would abort. The init only
+// survives the TERM, INT and HUP meant for the group (a handler that drops
+// them), so that it cannot end the namespace before the worker shut down.
+//
 // The init is born where the worker would have been (in its cgroup leaf
 // through clone3, or through the join helper; in the shim's process group
 // otherwise), so containment is unchanged: from outside the namespace its
@@ -114,8 +122,9 @@ func userNSState() string {
 // PidInitMain is the init of a worker's PID namespace (see the top of this
 // file): `__octostore-pidinit MAP UID:GID|- -- PROGRAM ARGS...` (MAP: see
 // pidNS). It mounts the namespace's own /proc, starts PROGRAM (as UID:GID with no supplementary
-// groups, when given), forwards TERM, INT, HUP, QUIT, USR1 and USR2 to it,
-// reaps every orphan, and exits with PROGRAM's status (128+signal when it
+// groups, when given), survives the group's TERM, INT, HUP, QUIT, USR1 and
+// USR2 (PROGRAM gets its own copy from whoever signals the group), reaps
+// every orphan, and exits with PROGRAM's status (128+signal when it
 // was killed) as soon as PROGRAM ends; the kernel then kills whatever else
 // is left in the namespace.
 func PidInitMain(args []string) int {
@@ -156,12 +165,9 @@ func PidInitMain(args []string) int {
 	if err != nil {
 		return fail("start %s: %v", argv[0], err)
 	}
-	// One goroutine both reaps and forwards, so a signal never reaches the
-	// worker's pid after it was reaped (and could name another process).
 	for s := range sigs {
 		if s != syscall.SIGCHLD {
-			_ = unix.Kill(pid, s.(syscall.Signal))
-			continue
+			continue // the group's signal; see the top of this file
 		}
 		for {
 			var ws unix.WaitStatus

@@ -365,3 +365,44 @@ func TestRunCallerDescriptorsNotInherited(t *testing.T) {
 	require.Contains(t, inner, "/dev/null", "the command's listing is there")
 	require.NotContains(t, inner, secret, "the command inherited the caller's fd 7")
 }
+
+// Under --private-pids a signal to run still reaches the command once: the
+// namespace's init survives it without passing on a second copy, and the
+// command's own exit status comes through.
+func TestRunPrivatePidsSignalsOnce(t *testing.T) {
+	t.Parallel()
+	for i := range 4 {
+		t.Run(strconv.Itoa(i), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			script := fmt.Sprintf(`#!/bin/sh
+trap 'echo "trapped $$" >> "%[1]s/log"; got=1' TERM
+echo "$$ $(cut -d' ' -f22 /proc/$$/stat) main" >> "%[1]s/pids"
+'%[2]s' --pidfile '%[1]s/pids' --ignore-signals &
+while [ -z "$got" ]; do wait; done
+sleep 0.3
+exit 5
+`, dir, bins.esc)
+			mainSh := filepath.Join(dir, "main.sh")
+			require.NoError(t, os.WriteFile(mainSh, []byte(script), 0o755))
+			r := startCLI(t, dir, 0, "run", "--private-pids", "--term-grace", "100ms", "--", mainSh)
+			waitRecorded(t, filepath.Join(dir, "pids"), 2)
+			require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
+			require.Equal(t, 5, r.wait(bound), r.stderr())
+			log, err := os.ReadFile(filepath.Join(dir, "log"))
+			require.NoError(t, err)
+			require.Equal(t, 1, strings.Count(string(log), "trapped"), "one SIGTERM to run, handled this often by the command:\n%s", log)
+		})
+	}
+}
+
+// A TERM-obedient worker under --private-pids stops on the teardown's TERM
+// (the init does not take the namespace down first).
+func TestPrivatePidsGracefulStop(t *testing.T) {
+	t.Parallel()
+	r := start(t, sc{flags: []string{"--private-pids"}, worker: "--term-exits", hold: lostAfterSetup})
+	require.Equal(t, 20, r.wait(bound), r.stderr())
+	log, err := os.ReadFile(filepath.Join(r.dir, "log"))
+	require.NoError(t, err)
+	require.Contains(t, string(log), "stopped ", "the worker handled the TERM itself")
+}
