@@ -406,3 +406,35 @@ func TestPrivatePidsGracefulStop(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(log), "stopped ", "the worker handled the TERM itself")
 }
+
+// Where clone3 is refused, the join helper enters the leaf as the supervisor
+// and only then takes the worker's identity (or execs the namespace's init):
+// the same isolation, the worker still born in its leaf.
+func TestIsolationThroughTheJoinHelper(t *testing.T) {
+	t.Parallel()
+	for _, flags := range [][]string{{"--worker-user", "nobody"}, {"--private-pids"}, {"--private-pids", "--worker-user", "nobody"}} {
+		t.Run(strings.Join(flags, " "), func(t *testing.T) {
+			t.Parallel()
+			r := start(t, sc{flags: flags, env: []string{"OCTOSTORE_SUPERVISOR_TESTHOOK_JOIN=1"},
+				worker: "--term-exits --inside {dir}/inside", hold: lostAfterSetup})
+			require.Equal(t, 20, r.wait(bound), r.stderr())
+			in := insideOf(t, r.dir)
+			uid := "0 0 0 0"
+			if slices.Contains(flags, "--worker-user") {
+				uid = "65534 65534 65534 65534"
+			}
+			require.Equal(t, uid, in["Uid"])
+			if uid != "0 0 0 0" {
+				require.Empty(t, in["Groups"])
+			}
+			if slices.Contains(flags, "--private-pids") {
+				// The join helper execs the init by the path it was given.
+				init := "octostore-supervisor __octostore-pidinit"
+				if wantBackend(r.sc) == "cgroup" {
+					init = "/proc/self/exe __octostore-pidinit"
+				}
+				require.True(t, strings.HasPrefix(in["proc1"], init), in["proc1"])
+			}
+		})
+	}
+}
