@@ -2,12 +2,15 @@ package contain
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -63,8 +66,9 @@ func pidNS() (*syscall.SysProcAttr, string) {
 
 // isolate returns what the shim execs for a worker and how: the program
 // itself (under its worker user, if any), or our PID-namespace init, which
-// takes the worker user only for the program it starts.
-func isolate(iso *Isolation, argv []string) (string, []string, *syscall.SysProcAttr, error) {
+// takes the worker user only for the program it starts (wait: only once told
+// through its fd 3).
+func isolate(iso *Isolation, argv []string, wait bool) (string, []string, *syscall.SysProcAttr, error) {
 	sys := &syscall.SysProcAttr{}
 	if iso == nil || !iso.PrivatePids {
 		if iso != nil && iso.User != nil {
@@ -77,7 +81,11 @@ func isolate(iso *Isolation, argv []string) (string, []string, *syscall.SysProcA
 		return "", nil, nil, err
 	}
 	sys, mapping := pidNS()
-	return exe, append([]string{"octostore-supervisor", PidInitArg, mapping, iso.User.spec(), "--"}, argv...), sys, nil
+	init := []string{"octostore-supervisor", PidInitArg, mapping, iso.User.spec()}
+	if wait {
+		init = append(init, pidWaitArg)
+	}
+	return exe, slices.Concat(init, []string{"--"}, argv), sys, nil
 }
 
 // privatePidsProbe starts the init in a new namespace with nothing to run and
@@ -119,9 +127,15 @@ func userNSState() string {
 	return state
 }
 
+// pidWaitArg makes the init wait, once its namespace is set up, until fd 3
+// brings the worker's added environment (a JSON array of KEY=VALUE) before
+// it starts the worker; fd 3 closed with nothing written, or INT, TERM or HUP
+// meanwhile, make it exit 0 without (see waitingInit).
+const pidWaitArg = "--wait"
+
 // PidInitMain is the init of a worker's PID namespace (see the top of this
-// file): `__octostore-pidinit MAP UID:GID|- -- PROGRAM ARGS...` (MAP: see
-// pidNS). It mounts the namespace's own /proc, starts PROGRAM (as UID:GID with no supplementary
+// file): `__octostore-pidinit MAP UID:GID|- [--wait] -- PROGRAM ARGS...` (MAP:
+// see pidNS; --wait: see pidWaitArg). It mounts the namespace's own /proc, starts PROGRAM (as UID:GID with no supplementary
 // groups, when given), survives the group's TERM, INT, HUP, QUIT, USR1 and
 // USR2 (PROGRAM gets its own copy from whoever signals the group), reaps
 // every orphan, and exits with PROGRAM's status (128+signal when it
@@ -132,9 +146,18 @@ func PidInitMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "octostore-supervisor pid init: "+format+"\n", a...)
 		return ExitSoftware
 	}
+	// Nothing but 0-2 (and the start pipe, read and closed below) may reach
+	// the worker.
+	if err := adoptInherited(); err != nil {
+		return fail("%v", err)
+	}
 	// Before the first fork, so no signal is lost.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
+	wait := len(args) > 2 && args[2] == pidWaitArg
+	if wait {
+		args = slices.Delete(slices.Clone(args), 2, 3)
+	}
 	if len(args) < 3 || args[2] != "--" {
 		return fail("bad arguments")
 	}
@@ -161,7 +184,18 @@ func PidInitMain(args []string) int {
 	if len(argv) == 0 {
 		return ExitOK // the probe: the namespace works
 	}
-	pid, err := startWorkerInNS(argv, u)
+	env := os.Environ()
+	if wait {
+		added, ok, err := awaitStart(sigs)
+		if err != nil {
+			return fail("%v", err)
+		}
+		if !ok {
+			return ExitOK
+		}
+		env = append(env, added...)
+	}
+	pid, err := startWorkerInNS(argv, env, u)
 	if err != nil {
 		return fail("start %s: %v", argv[0], err)
 	}
@@ -216,10 +250,46 @@ func mountOwnProc() error {
 	return nil
 }
 
+// awaitStart waits for the start message on fd 3 (see pidWaitArg); false
+// means the worker is not to start.
+func awaitStart(sigs <-chan os.Signal) ([]string, bool, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		f := os.NewFile(3, "start")
+		b, err := io.ReadAll(f)
+		f.Close()
+		got <- result{b, err}
+	}()
+	for {
+		select {
+		case s := <-sigs:
+			if s == syscall.SIGTERM || s == syscall.SIGINT || s == syscall.SIGHUP {
+				return nil, false, nil // a teardown before the gate
+			}
+		case r := <-got:
+			if r.err != nil {
+				return nil, false, fmt.Errorf("read the start message: %w", r.err)
+			}
+			if len(r.b) == 0 {
+				return nil, false, nil
+			}
+			var env []string
+			if err := json.Unmarshal(r.b, &env); err != nil {
+				return nil, false, fmt.Errorf("decode the start message: %w", err)
+			}
+			return env, true, nil
+		}
+	}
+}
+
 // startWorkerInNS starts the worker with the init's descriptors 0-2 and
-// environment, from a thread of its own that has dropped the ambient
+// the given environment, from a thread of its own that has dropped the ambient
 // capability the init kept for mounting, so the worker starts with none.
-func startWorkerInNS(argv []string, u *WorkerUser) (int, error) {
+func startWorkerInNS(argv, env []string, u *WorkerUser) (int, error) {
 	sys := &syscall.SysProcAttr{}
 	if u != nil {
 		sys.Credential = credential(u)
@@ -235,7 +305,7 @@ func startWorkerInNS(argv []string, u *WorkerUser) (int, error) {
 			done <- result{0, fmt.Errorf("drop ambient capabilities: %w", err)}
 			return
 		}
-		pid, _, err := syscall.StartProcess(argv[0], argv, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: sys})
+		pid, _, err := syscall.StartProcess(argv[0], argv, &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}, Sys: sys})
 		done <- result{pid, err}
 	}()
 	r := <-done

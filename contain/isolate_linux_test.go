@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -437,4 +438,28 @@ func TestIsolationThroughTheJoinHelper(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Under --private-pids the worker's namespace init starts with the worker's
+// group, ahead of the gate, and waits. A run that ends before authority
+// arrives ends it on the teardown's TERM (well within the 5 s grace, which a
+// TERM-deaf init would sit out), and the worker never runs.
+func TestPrivatePidsWaitingInitEndsBeforeTheGate(t *testing.T) {
+	t.Parallel()
+	r := start(t, sc{flags: []string{"--private-pids", "--term-grace", "5s"}, hold: []string{"emit:waiting"}})
+	r.waitEvent("waiting", bound)
+	proctest.WaitFor(t, bound, "the waiting init", func() bool {
+		for _, p := range liveDescendants(r.cmd.Process.Pid) {
+			if strings.Contains(platform.Cmdline(p.Pid), "__octostore-pidinit") {
+				return true
+			}
+		}
+		return false
+	})
+	stopped := time.Now()
+	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 143, r.wait(bound), r.stderr())
+	require.Less(t, time.Since(stopped), 5*time.Second, "the waiting init sat out the TERM")
+	requireNeverRan(t, r)
+	require.Empty(t, liveDescendants(r.cmd.Process.Pid))
 }

@@ -3,6 +3,7 @@
 package contain
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -40,6 +41,7 @@ func ShimMain() int {
 
 	in := c.pump()
 	var prog msg
+	var early *waitingInit // --private-pids: the worker's init, started ahead of the gate
 	for m := range in {
 		switch m.Op {
 		case opInit:
@@ -57,10 +59,23 @@ func ShimMain() int {
 				w.watch(pid)
 				continue
 			}
-			_ = c.send(msg{Op: opReady, Reply: true})
+			reply := msg{Op: opReady, Reply: true}
+			if prog.Isolation != nil && prog.Isolation.PrivatePids {
+				var err error
+				if early, err = startWaitingInit(program{argv: prog.Argv, env: prog.Env, noNewPrivs: true, iso: prog.Isolation, leaf: prog.Leaf, join: prog.Join}); err != nil {
+					reply.Err = err.Error()
+				}
+			}
+			_ = c.send(reply)
 		case opStart:
-			env := append(append([]string(nil), prog.Env...), m.Env...)
-			pid, err := startProgram(program{argv: prog.Argv, env: env, noNewPrivs: true, iso: prog.Isolation, fireMs: m.FireMs, leaf: prog.Leaf, join: prog.Join})
+			var pid int
+			var err error
+			if early != nil {
+				pid, err = early.start(m.Env, m.FireMs)
+			} else {
+				env := append(append([]string(nil), prog.Env...), m.Env...)
+				pid, err = startProgram(program{argv: prog.Argv, env: env, noNewPrivs: true, iso: prog.Isolation, fireMs: m.FireMs, leaf: prog.Leaf, join: prog.Join})
+			}
 			reply := msg{Op: opStart, Reply: true, Pid: pid}
 			if err != nil {
 				reply.Err = err.Error()
@@ -88,6 +103,7 @@ type program struct {
 	env        []string
 	noNewPrivs bool       // the worker: no privilege gain through setuid binaries
 	iso        *Isolation // the worker: its user and PID namespace, if any
+	startPipe  *os.File   // --private-pids ahead of the gate: the init's fd 3, it waits for its start there
 	fireMs     int64      // gated start: refuse once the armed deadline has passed
 	leaf       string     // cgroup backend: the leaf the program must be born in (fd 6)
 	join       bool       // clone3 is refused: enter the leaf through the join re-exec
@@ -101,14 +117,8 @@ type program struct {
 // helper, which enters the leaf and only then execs it, so no instruction of the
 // program ever runs outside.
 func startProgram(p program) (int, error) {
-	if p.fireMs > 0 {
-		now, err := platform.ContinuousMillis()
-		if err != nil {
-			return 0, err
-		}
-		if now >= p.fireMs {
-			return 0, fmt.Errorf("deadline passed before the worker could start")
-		}
+	if err := beforeDeadline(p.fireMs); err != nil {
+		return 0, err
 	}
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
@@ -136,15 +146,17 @@ func startProgram(p program) (int, error) {
 					return
 				}
 			}
-			pid, _, err := syscall.StartProcess(path, argv, &syscall.ProcAttr{
-				Env: p.env, Files: []uintptr{devnull.Fd(), fdOut, fdErr}, Sys: sys,
-			})
+			files := []uintptr{devnull.Fd(), fdOut, fdErr}
+			if p.startPipe != nil {
+				files = append(files, p.startPipe.Fd())
+			}
+			pid, _, err := syscall.StartProcess(path, argv, &syscall.ProcAttr{Env: p.env, Files: files, Sys: sys})
 			done <- result{pid, err}
 		}()
 		r := <-done
 		return r.pid, r.err
 	}
-	path, argv, sys, err := isolate(p.iso, p.argv)
+	path, argv, sys, err := isolate(p.iso, p.argv, p.startPipe != nil)
 	if err != nil {
 		return 0, fmt.Errorf("start %s: %w", p.argv[0], err)
 	}
@@ -179,6 +191,66 @@ func startProgram(p program) (int, error) {
 		return 0, fmt.Errorf("start %s through the cgroup join helper: %w", p.argv[0], err)
 	}
 	return pid, nil
+}
+
+// beforeDeadline refuses a gated start once the armed deadline (fireMs on the
+// continuous clock; 0 for an ungated start) has passed.
+func beforeDeadline(fireMs int64) error {
+	if fireMs == 0 {
+		return nil
+	}
+	now, err := platform.ContinuousMillis()
+	if err != nil {
+		return err
+	}
+	if now >= fireMs {
+		return errors.New("deadline passed before the worker could start")
+	}
+	return nil
+}
+
+// waitingInit is a worker's PID-namespace init (--private-pids) started when
+// the worker's group is set up, ahead of the gate: namespaces, its own /proc
+// and a start of our own binary all happen before authority arrives, and the
+// gate costs one pipe write. It is born in the worker's container like the
+// worker, and it starts nothing until told: a teardown before the gate finds
+// it waiting and ends it (INT, TERM or HUP end it at once).
+type waitingInit struct {
+	pid    int
+	startW *os.File // the write end of the init's start pipe
+}
+
+func startWaitingInit(p program) (*waitingInit, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("create the worker's start pipe: %w", err)
+	}
+	defer r.Close()
+	p.startPipe = r
+	pid, err := startProgram(p)
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	return &waitingInit{pid: pid, startW: w}, nil
+}
+
+// start checks the deadline and hands the init the worker's added
+// environment, which makes it start the worker; closing the pipe unwritten
+// makes it exit without.
+func (wi *waitingInit) start(env []string, fireMs int64) (int, error) {
+	defer wi.startW.Close()
+	if err := beforeDeadline(fireMs); err != nil {
+		return 0, err
+	}
+	b, err := json.Marshal(env)
+	if err == nil {
+		_, err = wi.startW.Write(b)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("start the worker through its namespace's init: %w", err)
+	}
+	return wi.pid, nil
 }
 
 // watched is the one program a shim started. Its exit may be reaped before
