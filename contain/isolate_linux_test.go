@@ -443,14 +443,17 @@ func TestIsolationThroughTheJoinHelper(t *testing.T) {
 // Under --private-pids the worker's namespace init starts with the worker's
 // group, ahead of the gate, and waits. A run that ends before authority
 // arrives ends it on the teardown's TERM (well within the 5 s grace, which a
-// TERM-deaf init would sit out), and the worker never runs.
+// TERM-deaf init would sit out), and the worker never runs. (The test waits
+// until the init's runtime catches TERM: a namespace's init drops signals it
+// has no handler for, so one sent in the instant between its exec and its
+// runtime's start is lost, and that teardown takes the grace.)
 func TestPrivatePidsWaitingInitEndsBeforeTheGate(t *testing.T) {
 	t.Parallel()
 	r := start(t, sc{flags: []string{"--private-pids", "--term-grace", "5s"}, hold: []string{"emit:waiting"}})
 	r.waitEvent("waiting", bound)
-	proctest.WaitFor(t, bound, "the waiting init", func() bool {
+	proctest.WaitFor(t, bound, "the waiting init, catching TERM", func() bool {
 		for _, p := range liveDescendants(r.cmd.Process.Pid) {
-			if strings.Contains(platform.Cmdline(p.Pid), "__octostore-pidinit") {
+			if strings.Contains(platform.Cmdline(p.Pid), "__octostore-pidinit") && catches(p.Pid, syscall.SIGTERM) {
 				return true
 			}
 		}
@@ -462,4 +465,19 @@ func TestPrivatePidsWaitingInitEndsBeforeTheGate(t *testing.T) {
 	require.Less(t, time.Since(stopped), 5*time.Second, "the waiting init sat out the TERM")
 	requireNeverRan(t, r)
 	require.Empty(t, liveDescendants(r.cmd.Process.Pid))
+}
+
+// catches reports whether pid has a handler for sig (SigCgt in its status).
+func catches(pid int, sig syscall.Signal) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "SigCgt:"); ok {
+			mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && mask&(1<<(sig-1)) != 0
+		}
+	}
+	return false
 }

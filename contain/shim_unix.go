@@ -214,7 +214,10 @@ func beforeDeadline(fireMs int64) error {
 // and a start of our own binary all happen before authority arrives, and the
 // gate costs one pipe write. It is born in the worker's container like the
 // worker, and it starts nothing until told: a teardown before the gate finds
-// it waiting and ends it (INT, TERM or HUP end it at once).
+// it waiting and ends it (INT, TERM or HUP end it at once; one that lands in
+// the instant between its exec and its runtime's start is dropped, as any
+// namespace init drops signals it has no handler for, and the KILL after the
+// grace ends it instead).
 type waitingInit struct {
 	pid    int
 	startW *os.File // the write end of the init's start pipe
