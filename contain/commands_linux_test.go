@@ -222,11 +222,21 @@ func TestRunForwardsEachSignalOnce(t *testing.T) {
 			for i := range 10 {
 				t.Run(strconv.Itoa(i), func(t *testing.T) {
 					t.Parallel()
-					dir := t.TempDir()
-					// The main process waits in the wait builtin, which a trapped TERM
-					// interrupts at once; it then lingers 300 ms, long enough for a
-					// duplicate to be handled too, and exits 5.
-					script := fmt.Sprintf(`#!/bin/sh
+					requireSignalledOnce(t, "--containment", backend)
+				})
+			}
+		})
+	}
+}
+
+// requireSignalledOnce runs a command under `run` with flags, sends run one
+// SIGTERM and requires that the command handled exactly one. The main process
+// waits in the wait builtin, which a trapped TERM interrupts at once; it then
+// lingers 300 ms, long enough for a duplicate to be handled too, and exits 5.
+func requireSignalledOnce(t *testing.T, flags ...string) {
+	t.Helper()
+	dir := t.TempDir()
+	script := fmt.Sprintf(`#!/bin/sh
 trap 'echo "trapped $$" >> "%[1]s/log"; got=1' TERM
 echo "$$ $(cut -d' ' -f22 /proc/$$/stat) main" >> "%[1]s/pids"
 '%[2]s' --pidfile '%[1]s/pids' --ignore-signals &
@@ -234,19 +244,15 @@ while [ -z "$got" ]; do wait; done
 sleep 0.3
 exit 5
 `, dir, bins.esc)
-					mainSh := filepath.Join(dir, "main.sh")
-					require.NoError(t, os.WriteFile(mainSh, []byte(script), 0o755))
-					r := startCLI(t, dir, 0, "run", "--containment", backend, "--term-grace", "100ms", "--", mainSh)
-					waitRecorded(t, filepath.Join(dir, "pids"), 2)
-					require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
-					require.Equal(t, 5, r.wait(bound), r.stderr())
-					log, err := os.ReadFile(filepath.Join(dir, "log"))
-					require.NoError(t, err)
-					require.Equal(t, 1, strings.Count(string(log), "trapped"), "one SIGTERM to run, handled this often by the command:\n%s", log)
-				})
-			}
-		})
-	}
+	mainSh := filepath.Join(dir, "main.sh")
+	require.NoError(t, os.WriteFile(mainSh, []byte(script), 0o755))
+	r := startCLI(t, dir, 0, slices.Concat([]string{"run"}, flags, []string{"--term-grace", "100ms", "--", mainSh})...)
+	waitRecorded(t, filepath.Join(dir, "pids"), 2)
+	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 5, r.wait(bound), r.stderr())
+	log, err := os.ReadFile(filepath.Join(dir, "log"))
+	require.NoError(t, err)
+	require.Equal(t, 1, strings.Count(string(log), "trapped"), "one SIGTERM to run, handled this often by the command:\n%s", log)
 }
 
 // --timeout stops a command that ignores TERM: TERM, the grace, then KILL; run

@@ -375,24 +375,7 @@ func TestRunPrivatePidsSignalsOnce(t *testing.T) {
 	for i := range 4 {
 		t.Run(strconv.Itoa(i), func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			script := fmt.Sprintf(`#!/bin/sh
-trap 'echo "trapped $$" >> "%[1]s/log"; got=1' TERM
-echo "$$ $(cut -d' ' -f22 /proc/$$/stat) main" >> "%[1]s/pids"
-'%[2]s' --pidfile '%[1]s/pids' --ignore-signals &
-while [ -z "$got" ]; do wait; done
-sleep 0.3
-exit 5
-`, dir, bins.esc)
-			mainSh := filepath.Join(dir, "main.sh")
-			require.NoError(t, os.WriteFile(mainSh, []byte(script), 0o755))
-			r := startCLI(t, dir, 0, "run", "--private-pids", "--term-grace", "100ms", "--", mainSh)
-			waitRecorded(t, filepath.Join(dir, "pids"), 2)
-			require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
-			require.Equal(t, 5, r.wait(bound), r.stderr())
-			log, err := os.ReadFile(filepath.Join(dir, "log"))
-			require.NoError(t, err)
-			require.Equal(t, 1, strings.Count(string(log), "trapped"), "one SIGTERM to run, handled this often by the command:\n%s", log)
+			requireSignalledOnce(t, "--private-pids")
 		})
 	}
 }
