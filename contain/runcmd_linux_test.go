@@ -192,6 +192,22 @@ func TestRunUntilEmpty(t *testing.T) {
 	}
 }
 
+// shimOf returns the pid of the shim whose child is the recorded "worker"
+// (the escaper's main process).
+func shimOf(t *testing.T, recs []recorded) int {
+	t.Helper()
+	for _, rec := range recs {
+		if rec.role == "worker" {
+			p, err := proctest.Stat(rec.pid)
+			require.NoError(t, err)
+			require.Contains(t, platform.Cmdline(p.PPid), "__octostore-shim")
+			return p.PPid
+		}
+	}
+	t.Fatalf("no worker among %v", recs)
+	return 0
+}
+
 // When a helper rooting the command's container is killed - the shim whose
 // child the command is, or the guardian - the command's status is lost, but
 // everything it started is still proven gone: run exits 71 (not 70, which
@@ -210,16 +226,7 @@ func TestRunLostStatusIsProvenEmpty(t *testing.T) {
 				recs := waitPidLines(t, filepath.Join(dir, "pids"), 2, bound)
 				pid := guardianOf(t, r.cmd.Process.Pid)
 				if victim == "shim" {
-					var main recorded
-					for _, rec := range recs {
-						if rec.role == "worker" {
-							main = rec
-						}
-					}
-					p, err := proctest.Stat(main.pid)
-					require.NoError(t, err)
-					pid = p.PPid
-					require.Contains(t, platform.Cmdline(pid), "__octostore-shim")
+					pid = shimOf(t, recs)
 				}
 				require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 				require.Equal(t, 71, r.wait(bound), r.stderr())
@@ -247,16 +254,7 @@ func TestElectionWorkerShimKilledIsHonest(t *testing.T) {
 	r := start(t, sc{worker: "--ignore-signals --child", hold: []string{"emit:leader,term=7,budget=10000"}})
 	r.waitEvent("leader", bound)
 	members := waitPidLines(t, filepath.Join(r.dir, "pids"), 2, bound)
-	var worker recorded
-	for _, m := range members {
-		if m.role == "worker" {
-			worker = m
-		}
-	}
-	wp, err := proctest.Stat(worker.pid)
-	require.NoError(t, err)
-	require.Contains(t, platform.Cmdline(wp.PPid), "__octostore-shim")
-	require.NoError(t, syscall.Kill(wp.PPid, syscall.SIGKILL))
+	require.NoError(t, syscall.Kill(shimOf(t, members), syscall.SIGKILL))
 	require.Equal(t, 71, r.wait(bound), r.stderr())
 	require.Empty(t, aliveRecorded(members))
 	require.Equal(t, []string{"leader", "released"}, r.events())

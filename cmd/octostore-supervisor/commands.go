@@ -142,7 +142,11 @@ also sweep at start.`,
 					j, _ := json.Marshal(r)
 					fmt.Fprintln(stdout, string(j))
 				} else {
-					fmt.Fprintf(stdout, "%s  processes %d  proven empty %v  removed %v\n", r.Dir, r.Processes, r.ProvenEmpty, r.Removed)
+					line := fmt.Sprintf("%s  processes %d  proven empty %v  removed %v", r.Dir, r.Processes, r.ProvenEmpty, r.Removed)
+					if r.UnprovenSince != "" {
+						line += "  unproven at start since " + r.UnprovenSince
+					}
+					fmt.Fprintln(stdout, line)
 				}
 			}
 			if err != nil {
