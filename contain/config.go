@@ -15,6 +15,7 @@ const (
 	ExitAuthority      = 20  // authority lost, uncertain, stale or expired
 	ExitUsage          = 64  // bad arguments, environment or host
 	ExitSoftware       = 70  // protocol violation, hold/worker failure, or containment not proven
+	ExitStatusLost     = 71  // a killed helper lost the worker's (run: command's) status; its tree was proven gone
 	ExitSIGHUP         = 129 // 128 + signal number, after containment
 	ExitSIGINT         = 130
 	ExitSIGTERM        = 143

@@ -78,6 +78,7 @@ const (
 	causeExpired                       // the armed deadline fired: 20
 	causeHoldEnded                     // the hold ended without a terminal event: 70
 	causeWorkerExited                  // the worker's main process exited
+	causeWorkerLost                    // the worker group's root (its shim) died: the worker's status is lost
 	causeSignal                        // INT/TERM/HUP (windows: console control events) to the supervisor
 	causeGuardianLost                  // the guardian died or stopped answering
 )
@@ -121,6 +122,7 @@ type run struct {
 
 	interlocked bool // Config.Interlock is locked by this run
 	provenAll   bool // finish saw every group proven empty
+	saidProven  bool // the worker group's proof was said on stderr
 }
 
 // Supervise runs one supervised hold to the end and returns the exit code.
@@ -420,7 +422,7 @@ func (r *run) awaitReady() *cause {
 			return &cause{kind: causeDoubt, msg: "worker process did not acknowledge application readiness"}
 		case n := <-r.host.notes():
 			if c := r.onNote(n); c != nil {
-				if c.kind == causeWorkerExited {
+				if c.kind == causeWorkerExited || c.kind == causeWorkerLost {
 					c.kind, c.msg = causeInvalid, "worker exited before acknowledging application readiness"
 				}
 				return c
@@ -466,7 +468,9 @@ func (r *run) onNote(n msg) *cause {
 		return &cause{kind: causeExpired, msg: "the authority deadline passed without a fresh renewal; the worker was contained"}
 	case n.Op == opExited && n.Group == groupWorker:
 		if n.Code < 0 {
-			return &cause{kind: causeInvalid, msg: n.Err}
+			// The host contained the group when its root died; the
+			// worker's own status went with the root.
+			return &cause{kind: causeWorkerLost, msg: n.Err}
 		}
 		return &cause{kind: causeWorkerExited, workerCode: n.Code}
 	case n.Op == opExited && n.Group == groupHold:
@@ -503,11 +507,10 @@ func (r *run) stop(c cause) int {
 		return r.fallback(began)
 	}
 	term := c.ev
-	if wrep.ProvenEmpty && r.gen > 0 {
+	if wrep.ProvenEmpty {
 		// Said at once: the terminal line waits for the hold, and a run that
 		// ends without one (exit 70) would otherwise never say it.
-		r.say("worker group proven empty at %s (%s, %d processes ended)",
-			events.FormatTimestamp(time.Now()), wrep.Backend, wrep.Killed)
+		r.sayProven(wrep)
 	}
 	if !wrep.ProvenEmpty {
 		// Releasing now could hand the lease to a new leader while our worker
@@ -537,6 +540,15 @@ func (r *run) stop(c cause) int {
 	rep.ProvenEmpty = wrep.ProvenEmpty && hrep.ProvenEmpty
 	rep.DurationMs = time.Since(began).Milliseconds()
 	return r.finish(c, term, rep)
+}
+
+// sayProven says, once per run and only once a worker may have started, that
+// the worker's tree is proven gone.
+func (r *run) sayProven(rep Report) {
+	if r.gen > 0 && !r.saidProven {
+		r.saidProven = true
+		sayProvenEmpty(r.diag, rep)
+	}
 }
 
 // awaitRelease reads what the hold says after it was asked to release, for at
@@ -579,7 +591,7 @@ func (r *run) finish(c cause, term *events.Event, rep Report) int {
 	r.provenAll = true
 	r.pause("terminal-contained")
 	code := r.exitCode(c, term)
-	printable := c.kind == causeTerminal || c.kind == causeSignal || c.kind == causeWorkerExited
+	printable := c.kind == causeTerminal || c.kind == causeSignal || c.kind == causeWorkerExited || c.kind == causeWorkerLost
 	if printable && term != nil {
 		l := events.LineFor(*term)
 		l.Containment = &events.Containment{Backend: rep.Backend, ProvenEmpty: true, Killed: rep.Killed, DurationMs: rep.DurationMs, Limit: rep.Limit}
@@ -612,12 +624,16 @@ func (r *run) exitCode(c cause, term *events.Event) int {
 		}
 	case causeSignal:
 		return 128 + int(c.sig)
-	case causeWorkerExited:
-		if c.workerCode == 0 && term != nil && term.Event == events.Released {
-			return ExitOK
-		}
+	case causeWorkerExited, causeWorkerLost:
 		if term == nil || term.Event != events.Released {
 			r.say("the hold did not confirm the release after the worker exited")
+			return ExitSoftware
+		}
+		if c.kind == causeWorkerLost {
+			return ExitStatusLost
+		}
+		if c.workerCode == 0 {
+			return ExitOK
 		}
 		return ExitSoftware
 	case causeDoubt, causeExpired:
@@ -633,6 +649,9 @@ func (r *run) exitCode(c cause, term *events.Event) int {
 func (r *run) fallback(began time.Time) int {
 	rep := r.host.fallback(r.cfg.Grace, r.cfg.ProofBound, r.diag)
 	rep.DurationMs = time.Since(began).Milliseconds()
+	if rep.ProvenEmpty {
+		r.sayProven(rep)
+	}
 	if !rep.ProvenEmpty {
 		return r.finish(cause{kind: causeGuardianLost}, nil, rep)
 	}

@@ -172,17 +172,25 @@ func fallbackSweeper(b Backend, name string) *sweeper {
 
 // startupSweepBound keeps a start from waiting out the full proof bound on an
 // abandoned run that cannot be emptied (a task stuck in uninterruptible sleep):
-// such a run is reported and left to `sweep`, which waits the full bound.
+// such a run is marked, said once and left to `sweep`, which waits the full
+// bound; later starts only look whether it has emptied since.
 const startupSweepBound = 200 * time.Millisecond
 
 // sweepStale cleans up after supervisors that died with their guardians.
 func sweepStale(b Backend, _ time.Duration, diag io.Writer) {
-	runs, err := SweepStale(b, false, startupSweepBound)
+	runs, err := sweepRuns(b, sweepStartup, startupSweepBound)
 	if err != nil {
 		fmt.Fprintf(diag, "octostore-supervisor: sweeping abandoned runs: %v\n", err)
 	}
 	for _, s := range runs {
-		fmt.Fprintf(diag, "octostore-supervisor: swept abandoned run %s: %d processes, proven empty %v, removed %v\n", s.Dir, s.Processes, s.ProvenEmpty, s.Removed)
+		switch {
+		case s.ProvenEmpty:
+			fmt.Fprintf(diag, "octostore-supervisor: swept abandoned run %s: %d processes, proven empty true, removed %v\n", s.Dir, s.Processes, s.Removed)
+		case s.MarkErr != "":
+			fmt.Fprintf(diag, "octostore-supervisor: abandoned run %s still holds %d processes after cgroup.kill and could not be marked (%s), so every start tries it again; `octostore-supervisor sweep` waits for it and names what is left\n", s.Dir, s.Processes, s.MarkErr)
+		case s.UnprovenSince != "":
+			fmt.Fprintf(diag, "octostore-supervisor: abandoned run %s still holds %d processes after cgroup.kill (stuck in the kernel?); starts no longer wait for it: `octostore-supervisor sweep` waits for it and names what is left, `octostore-supervisor doctor` lists such runs\n", s.Dir, s.Processes)
+		}
 	}
 }
 
