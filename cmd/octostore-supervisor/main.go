@@ -93,6 +93,7 @@ func newApp(env []string, stdout, stderr io.Writer, code *int) *cli.App {
 					return err
 				}
 				cfg.Stdout, cfg.Stderr, cfg.Env = stdout, stderr, env
+				fmt.Fprint(stderr, foundInPATH(c.Args().Get(2), cfg.Worker))
 				testHooks(&cfg, env)
 				*code = contain.Supervise(context.Background(), cfg)
 				return nil
