@@ -154,9 +154,11 @@ func electionHold(env hold.LookupEnv, stdout, stderr io.Writer, code *int) *cli.
 			}
 			out, sigs, stop := outputAndSignals(c, stdout)
 			defer stop()
+			envURL, _ := env("OCTOSTORE_URL")
 			h := &hold.ElectionHold{Client: client, Clock: hold.SystemClock{}, Jitter: hold.RandomJitter,
 				ElectionID: c.Args().First(), Candidate: c.String("candidate"), TTL: time.Duration(ttl) * time.Second,
-				AcquireTimeout: acquire, ShutdownTimeout: shutdown, Out: out, Diag: stderr}
+				AcquireTimeout: acquire, ShutdownTimeout: shutdown, Out: out, Diag: stderr,
+				DefaultServer: hold.ServerDefaulted(c.IsSet("server"), envURL)}
 			*code = h.Run(context.Background(), sigs)
 			return nil
 		},
