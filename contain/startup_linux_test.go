@@ -221,3 +221,30 @@ func TestVersionAndHelp(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "Exit codes")
 }
+
+// An explicit --cgroup-parent must be delegated to us - ours by ownership and
+// writable by mode - even as root, for whom access(2) allows every write: a
+// subtree chowned to another user is that user's, and is refused with 64
+// (issue 10). The same parent, ours, runs the command.
+func TestCgroupParentMustBeDelegated(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		owner int
+		code  int
+		want  string
+	}{
+		{"ours", 0, 0, ""},
+		{"another user's", nobody, 64, "is owned by uid 65534, not by us (uid 0): not delegated to us"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			parent := newCgroupParent(t)
+			for _, p := range []string{parent, parent + "/cgroup.procs", parent + "/cgroup.subtree_control"} {
+				require.NoError(t, os.Chown(p, c.owner, c.owner))
+			}
+			code, _, errs := runCLI(t, nil, "run", "--containment", "cgroup", "--cgroup-parent", parent, "--", "/bin/true")
+			require.Equal(t, c.code, code, errs)
+			require.Contains(t, errs, c.want)
+		})
+	}
+}
