@@ -111,11 +111,7 @@ func TestWorkerProgramChecks(t *testing.T) {
 		{"bare name only through a relative PATH entry", "relative", []string{"PATH=" + rel}, "give its path (./relative)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			code, out, errs := runCLI(t, c.env, "election", "room", "agent", c.worker, "--", "/bin/true")
-			require.Equal(t, 64, code, errs)
-			require.Empty(t, out)
-			require.Contains(t, errs, c.want)
-			require.NotContains(t, errs, "containment:", "nothing may start")
+			requireRefused(t, c.env, c.want, "election", "room", "agent", c.worker, "--", "/bin/true")
 		})
 	}
 }
@@ -148,6 +144,17 @@ func TestWorkerFoundInPATH(t *testing.T) {
 	log, err := os.ReadFile(filepath.Join(dir, "log"))
 	require.NoError(t, err, "the worker never ran")
 	require.Contains(t, string(log), "started")
+}
+
+// requireRefused runs the supervisor with args and requires a usage error (64)
+// whose stderr contains want, with nothing on stdout and nothing started.
+func requireRefused(t *testing.T, env []string, want string, args ...string) {
+	t.Helper()
+	code, out, errs := runCLI(t, env, args...)
+	require.Equal(t, 64, code, errs)
+	require.Empty(t, out)
+	require.Contains(t, errs, want)
+	require.NotContains(t, errs, "containment:", "nothing may start")
 }
 
 // A3: --check-dependencies always succeeds for one static binary; extra words are
