@@ -38,10 +38,12 @@ func Doctor() Diagnosis {
 			d.add("own cgroup delegated", false, "we run in the root cgroup; as root a dedicated octostore-supervisor subtree is used instead")
 		case own == "/":
 			d.add("own cgroup delegated", false, "we run in the root cgroup and are not root: cgroups are unavailable to us")
-		case platform.Writable(filepath.Join(mount, own)) == nil:
-			d.add("own cgroup delegated", true, filepath.Join(mount, own)+" is writable (Delegate=yes or a cgroup namespace)")
 		default:
-			d.add("own cgroup delegated", false, filepath.Join(mount, own)+" is not writable by us; ask systemd for a delegated scope (systemd-run --user --scope -p Delegate=yes)")
+			if err := platform.Delegated(filepath.Join(mount, own)); err != nil {
+				d.add("own cgroup delegated", false, err.Error()+"; ask systemd for a delegated scope (systemd-run --user --scope -p Delegate=yes)")
+			} else {
+				d.add("own cgroup delegated", true, filepath.Join(mount, own)+" and its cgroup.procs and cgroup.subtree_control are ours and writable (Delegate=yes or a cgroup namespace)")
+			}
 		}
 		ctrls := controllers(mount)
 		d.add("pids controller", slices.Contains(ctrls, "pids"), "cgroup v2 controllers: ["+strings.Join(ctrls, " ")+"]"+map[bool]string{true: "", false: "; without pids, --max-processes cannot bound a fork storm"}[slices.Contains(ctrls, "pids")])

@@ -110,7 +110,12 @@ func embeddedArgv(c *cli.Context, kind, name, candidate string, env []string) ([
 			return nil, "", err
 		}
 	}
-	argv = append(argv, "--server", server)
+	// A defaulted server stays unnamed, so the hold knows it chose the hosted
+	// default (and can hint at --server local when that is unreachable); it
+	// resolves the same default from the same environment.
+	if !hold.ServerDefaulted(flag != nil, envURL) {
+		argv = append(argv, "--server", server)
+	}
 	if c.Bool("allow-insecure-http") {
 		argv = append(argv, "--allow-insecure-http")
 	}
