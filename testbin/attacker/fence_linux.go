@@ -81,4 +81,3 @@ func boottimeNs() (int64, error) {
 	}
 	return ts.Nano(), nil
 }
-
