@@ -90,10 +90,6 @@ type attackScene struct {
 func runAttack(t *testing.T, c attackCase) {
 	s := newAttackScene(t, c)
 	a := s.startSupervisor(t, "agent-a", "ATTACKER_MODE=attack", "ATTACKER_GO="+s.goFile, "ATTACKER_REPORT="+s.report, "ATTACKER_STATE_DIRS="+s.xdg)
-	// Runs before launch's own end-of-test proofs (cleanups run last first):
-	// whatever ends the test, nothing it or the attacker stopped stays
-	// stopped.
-	t.Cleanup(func() { thawStopped(t) })
 	a.waitEvent("leader", bound)
 	b := s.startSupervisor(t, "agent-b", "ATTACKER_MODE=fenced")
 	b.waitEvent("waiting", bound)
@@ -140,6 +136,8 @@ func runAttack(t *testing.T, c attackCase) {
 
 func newAttackScene(t *testing.T, c attackCase) *attackScene {
 	s := &attackScene{c: c, mark: newMark(t)}
+	// Last of all: no hold or worker of the case (they carry the mark) lives.
+	t.Cleanup(func() { requireNoMarked(t, s.mark) })
 	s.url = startAuthority(t)
 	s.room = post(t, s.url+"/elections", "")["election_id"].(string)
 	var tok [16]byte
@@ -209,7 +207,10 @@ func (s *attackScene) startSupervisor(t *testing.T, cand string, env ...string) 
 	}
 	r := &run{t: t, dir: dir, cmd: cmd, out: newLines(), errb: &syncBuf{}, done: make(chan struct{}), code: -1, gsess: make(chan platform.Proc, 1)}
 	r = launch(t, r)
-	t.Cleanup(func() { requireNoMarked(t, s.mark) })
+	// Runs before launch's end-of-test proofs (cleanups run last first):
+	// however the test ends, nothing it or the attacker stopped stays
+	// stopped, so the guardians and shims can contain and exit.
+	t.Cleanup(func() { thawStopped(t) })
 	return r
 }
 
