@@ -19,7 +19,7 @@ import (
 
 // bins are built once per test binary (TestMain): the supervisor with its test
 // pause hooks compiled in, the scripted hold and the misbehaving worker.
-var bins struct{ dir, sup, hold, esc, octostore, authority string }
+var bins struct{ dir, sup, hold, esc, octostore, authority, attacker string }
 
 func TestMain(m *testing.M) {
 	// A supervisor may run this test binary as its protected worker
@@ -39,12 +39,14 @@ func TestMain(m *testing.M) {
 	bins.esc = filepath.Join(dir, "escaper")
 	bins.octostore = filepath.Join(dir, "octostore")
 	bins.authority = filepath.Join(dir, "authority")
+	bins.attacker = filepath.Join(dir, "attacker")
 	for _, b := range [][]string{
 		{"-o", bins.octostore, "../cmd/octostore"},
 		{"-o", bins.authority, "../testbin/authority"},
 		{"-tags", "octostore_testhooks", "-o", bins.sup, "../cmd/octostore-supervisor"},
 		{"-o", bins.hold, "../testbin/fakehold"},
 		{"-o", bins.esc, "../testbin/escaper"},
+		{"-o", bins.attacker, "../testbin/attacker"},
 	} {
 		out, err := exec.Command("go", append([]string{"build"}, b...)...).CombinedOutput()
 		if err != nil {
