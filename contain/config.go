@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/octostore-supervisor/supervisor/events"
+	"github.com/octostore-supervisor/supervisor/internal/procid"
 )
 
 // Exit codes of the supervisor (README "Exit codes").
@@ -65,10 +66,31 @@ type Config struct {
 	// supervisor that dies until the guardian has contained the run.
 	Interlock *os.File
 
+	// Survivors, when set, is this host's record of processes that outlived a
+	// failed containment of the same authority and name. A run starts its hold
+	// only once every recorded process is gone, checks again once it holds the
+	// interlock, and removes the record before its worker starts; a run whose
+	// containment fails adds its survivors before it lets go of the interlock.
+	Survivors SurvivorRecord
+
+	// AcquireTimeout bounds the waits for the interlock and for recorded
+	// survivors (measured from the start of the run), as --acquire-timeout
+	// bounds the hold's acquisition; 0 waits until a signal.
+	AcquireTimeout time.Duration
+
 	// Pause, when set, is called at named points of the lifecycle. Only a binary
 	// built with the octostore_testhooks tag sets it, to freeze the supervisor at
 	// an exact point; there is no runtime switch a worker could reach.
 	Pause func(point string)
+}
+
+// SurvivorRecord is the persistent record behind Config.Survivors
+// (hold.SurvivorRecord).
+type SurvivorRecord interface {
+	Survivors() ([]procid.ID, error)
+	Add([]procid.ID) error
+	Remove() error
+	Path() string
 }
 
 // Defaults used by the CLI.
@@ -103,6 +125,7 @@ type Report struct {
 // Survivor is a process still alive after the final kill and the proof bound.
 type Survivor struct {
 	Pid     int    `json:"pid"`
+	Start   uint64 `json:"start,omitempty"` // procid.ID.Start; 0 where unknown
 	State   string `json:"state"`
 	Command string `json:"command"`
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/octostore-supervisor/supervisor/contain"
 	"github.com/octostore-supervisor/supervisor/events"
+	"github.com/octostore-supervisor/supervisor/hold"
 )
 
 const maxGrace = time.Hour
@@ -169,18 +170,31 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 		return cfg, usageError{"worker program is not executable: " + cfg.Worker}
 	}
 	cfg.Worker = worker
+	authority := hold.ExplicitHoldAuthority
 	if embedded {
-		if cfg.Hold, cfg.Interlock, err = embeddedHold(c, kind, cfg.Name, args[1], env); err != nil {
+		if cfg.Hold, authority, cfg.Interlock, err = embeddedHold(c, kind, cfg.Name, args[1], env); err != nil {
 			return cfg, err
 		}
+		if c.IsSet("acquire-timeout") {
+			// Checked by embeddedHold already.
+			cfg.AcquireTimeout, _ = hold.ParseDuration(c.String("acquire-timeout"))
+		}
 	} else {
-		hold, err := exec.LookPath(cfg.Hold[0])
+		holdPath, err := exec.LookPath(cfg.Hold[0])
 		if err != nil {
 			return cfg, usageError{"hold command not found or not executable: " + cfg.Hold[0]}
 		}
-		if cfg.Hold[0], err = filepath.Abs(hold); err != nil {
+		if cfg.Hold[0], err = filepath.Abs(holdPath); err != nil {
 			return cfg, usageError{"hold command path: " + err.Error()}
 		}
+	}
+	rec, interlock, err := hostGuard(authority, holdKind(kind), cfg.Name, cfg.Interlock == nil, env)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Survivors = rec
+	if cfg.Interlock == nil {
+		cfg.Interlock = interlock
 	}
 	cfg.Backend, err = resolveBackend(c)
 	return cfg, err

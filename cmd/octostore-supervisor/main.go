@@ -95,6 +95,9 @@ func newApp(env []string, stdout, stderr io.Writer, code *int) *cli.App {
 				cfg.Stdout, cfg.Stderr, cfg.Env = stdout, stderr, env
 				testHooks(&cfg, env)
 				*code = contain.Supervise(context.Background(), cfg)
+				if c, ok := cfg.Survivors.(io.Closer); ok {
+					_ = c.Close()
+				}
 				return nil
 			},
 			OnUsageError: usageErr,
