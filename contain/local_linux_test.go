@@ -723,6 +723,29 @@ func TestLocalBadInputRefusedBeforeStart(t *testing.T) {
 				}})
 		}
 	}
+	{
+		// Issue 10 item 6: entries another user planted, or everyone may
+		// write, in a shared directory are refused with the path named.
+		shared := privateDir(t)
+		require.NoError(t, os.Chmod(shared, 0o770|os.ModeSetgid))
+		term := filepath.Join(shared, "term")
+		require.NoError(t, os.WriteFile(term, nil, 0o600))
+		require.NoError(t, os.Chmod(term, 0o666))
+		cases = append(cases, refusal{"world-writable term planted in a group-shared directory",
+			func(t *testing.T, w string) []string {
+				return []string{"election", "--server", "file://" + shared, "room", "c1", w}
+			}, term + " is writable by every user", nil})
+		if os.Geteuid() == 0 {
+			private := privateDir(t)
+			elections := filepath.Join(private, "elections")
+			require.NoError(t, os.Mkdir(elections, 0o700))
+			require.NoError(t, os.Chown(elections, 65534, 65534))
+			cases = append(cases, refusal{"elections planted by another user",
+				func(t *testing.T, w string) []string {
+					return []string{"election", "--server", "file://" + private, "room", "c1", w}
+				}, elections + " is owned by another user (uid 65534)", nil})
+		}
+	}
 	for _, c := range []struct{ kind, ttl, want string }{
 		{"election", "4", "TTL must be between 5 and 300 seconds"},
 		{"election", "301", "TTL must be between 5 and 300 seconds"},
