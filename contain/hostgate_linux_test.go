@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -65,17 +64,7 @@ func TestFailedContainmentKeepsNameBlocked(t *testing.T) {
 			a.waitEvent("leader", bound)
 			b := startLocal(t, sc{worker: "--term-exits --started-at {dir}/started", env: env}, "election", room, "agent-b", flags...)
 			b.waitEvent("waiting", bound)
-			waitRecorded(t, a.dir+"/pids", 2)
-			var child recorded
-			for _, rec := range pidsIn(a.dir + "/pids") {
-				if rec.role == "child" {
-					child = rec
-				}
-			}
-			require.NotZero(t, child.pid)
-			require.NoError(t, os.WriteFile(filepath.Join(freezer, "cgroup.procs"), []byte(strconv.Itoa(child.pid)), 0o644))
-			require.NoError(t, os.WriteFile(filepath.Join(freezer, "freezer.state"), []byte("FROZEN"), 0o644))
-			waitFreezerState(t, freezer, "FROZEN")
+			child := freezeChild(t, freezer, a.dir)
 
 			require.NoError(t, a.cmd.Process.Signal(syscall.SIGTERM))
 			require.Equal(t, 70, a.wait(bound), a.stderr())
@@ -169,21 +158,9 @@ func TestStoppedSupervisorKeepsSecondWorkerWaiting(t *testing.T) {
 	_, err = os.Stat(filepath.Join(b.dir, "started"))
 	require.True(t, os.IsNotExist(err), "B's worker started while A's worker ran")
 
-	// lastAlive is taken before the read that still saw one of A's worker
-	// processes alive, so A's tree surely lived at that moment.
 	aw := pidsIn(a.dir + "/pids")
 	resume()
-	var lastAlive time.Time
-	deadline := time.Now().Add(bound)
-	for {
-		before := time.Now()
-		if len(aliveRecorded(aw)) == 0 {
-			break
-		}
-		lastAlive = before
-		require.True(t, before.Before(deadline), "A's worker tree outlived its resumed supervisor by %v", bound)
-		time.Sleep(time.Millisecond)
-	}
+	lastAlive := lastSeenAlive(t, aw)
 	require.Equal(t, 20, a.wait(bound), a.stderr())
 	b.waitEvent("leader", bound)
 	started := workerStarted(t, b)

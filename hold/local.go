@@ -628,22 +628,34 @@ func (s *LocalStore) writeRecord(p localPaths, rec localRecord) error {
 	if err != nil {
 		return err
 	}
-	f, err := s.root.OpenFile(p.tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, s.fileMode)
+	return s.writeReplace(p.tmp, p.record, b, false)
+}
+
+// writeReplace writes b to tmp and renames it over rel, so a reader sees the
+// old content or the new, never a mixture; durable also fsyncs the file and
+// the directory.
+func (s *LocalStore) writeReplace(tmp, rel string, b []byte, durable bool) error {
+	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, s.fileMode)
 	if err != nil {
 		return err
 	}
-	if err := chmodCreated(f, s.fileMode); err != nil {
-		f.Close()
-		return err
+	err = chmodCreated(f, s.fileMode)
+	if err == nil {
+		_, err = f.Write(b)
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
+	if err == nil && durable {
+		err = f.Sync()
 	}
-	if err := f.Close(); err != nil {
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return s.replaceFile(p.tmp, p.record)
+	if err == nil {
+		err = s.replaceFile(tmp, rel)
+	}
+	if err == nil && durable {
+		err = syncDir(s.self)
+	}
+	return err
 }
 
 func newHolderID() (string, error) {

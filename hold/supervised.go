@@ -131,25 +131,7 @@ func (r *SurvivorRecord) Add(ids []procid.ID) error {
 	if err != nil {
 		return err
 	}
-	tmp := r.rel + ".tmp"
-	f, err := r.store.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, r.store.fileMode)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", r.store.join(tmp), err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = r.store.replaceFile(tmp, r.rel)
-	}
-	if err == nil {
-		err = syncDir(r.store.self)
-	}
-	if err != nil {
+	if err := r.store.writeReplace(r.rel+".tmp", r.rel, b, true); err != nil {
 		return fmt.Errorf("write %s: %w", r.Path(), err)
 	}
 	return nil
