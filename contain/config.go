@@ -59,11 +59,14 @@ type Config struct {
 
 	// Interlock, when set, is a file that must be locked exclusively before the
 	// worker starts; it is unlocked only after the worker's tree is proven
-	// gone and the terminal line printed. The host-local authority hands a
-	// room over the instant a hold process dies, so without it a second
-	// supervisor's worker could start while this one's is still being torn
-	// down. On unix the guardian shares the lock, so it also outlives a
-	// supervisor that dies until the guardian has contained the run.
+	// gone and the terminal line printed. An authority hands a name over when
+	// a hold dies or its lease ages out (the local one at once), so without it
+	// a second supervisor on this host could start its worker while this
+	// one's is still being torn down — or while this supervisor is stopped.
+	// The CLI sets one for every authority (the local authority's
+	// <name>.active; else one in the user's private state directory). On unix
+	// the guardian shares the lock, so it also outlives a supervisor that dies
+	// until the guardian has contained the run.
 	Interlock *os.File
 
 	// Survivors, when set, is this host's record of processes that outlived a
