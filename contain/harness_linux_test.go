@@ -180,7 +180,10 @@ func start(t *testing.T, s sc) *run {
 		// The supervisor must be inside the cgroup before it runs an instruction.
 		cmd = exec.Command("/bin/sh", append([]string{"-c", `echo $$ > "$0" && exec "$@"`, s.cgroupProcs, bins.sup}, args...)...)
 	}
-	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
+	// The private state directory (survivor records, interlocks) is the run's
+	// own unless a test shares one: an ambient XDG_RUNTIME_DIR would make
+	// unrelated tests on the room "room" wait for each other.
+	cmd.Env = append(os.Environ(), "TMPDIR="+dir, "XDG_RUNTIME_DIR=")
 	for _, e := range s.env {
 		cmd.Env = append(cmd.Env, expand(e))
 	}

@@ -289,6 +289,26 @@ func killHold(t *testing.T, r *run) {
 	require.NoError(t, proctest.Signal(h, syscall.SIGKILL))
 }
 
+// lastSeenAlive polls recs until none is alive (at most bound) and returns
+// the last moment one still was: taken before the read that saw it alive, so
+// the process surely lived then. At least one must be alive at the first read.
+func lastSeenAlive(t *testing.T, recs []recorded) time.Time {
+	t.Helper()
+	var last time.Time
+	deadline := time.Now().Add(bound)
+	for {
+		before := time.Now()
+		if len(aliveRecorded(recs)) == 0 {
+			break
+		}
+		last = before
+		require.True(t, before.Before(deadline), "recorded processes outlived their containment by %v", bound)
+		time.Sleep(time.Millisecond)
+	}
+	require.False(t, last.IsZero(), "nothing recorded was alive: nothing was tested")
+	return last
+}
+
 // provenEmpty reads the moment a supervisor said its worker group was proven
 // empty (wall clock, from its stderr).
 func provenEmpty(t *testing.T, r *run) time.Time {
@@ -634,20 +654,7 @@ func TestLocalSupervisorCrashKeepsInterlockUntilContained(t *testing.T) {
 
 	require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
 	killed := time.Now()
-	// lastAlive is taken before the read that still saw a process alive, so A's
-	// tree surely lived at that moment.
-	var lastAlive time.Time
-	deadline := time.Now().Add(bound)
-	for {
-		before := time.Now()
-		if len(aliveRecorded(aw)) == 0 {
-			break
-		}
-		lastAlive = before
-		require.True(t, before.Before(deadline), "A's worker tree outlived its supervisor by %v", bound)
-		time.Sleep(time.Millisecond)
-	}
-	require.False(t, lastAlive.IsZero())
+	lastAlive := lastSeenAlive(t, aw)
 
 	b.waitEvent("leader", bound)
 	started := workerStarted(t, b)
@@ -721,6 +728,29 @@ func TestLocalBadInputRefusedBeforeStart(t *testing.T) {
 						require.Empty(t, m, "a file was created for a refused name")
 					}
 				}})
+		}
+	}
+	{
+		// Issue 10 item 6: entries another user planted, or everyone may
+		// write, in a shared directory are refused with the path named.
+		shared := privateDir(t)
+		require.NoError(t, os.Chmod(shared, 0o770|os.ModeSetgid))
+		term := filepath.Join(shared, "term")
+		require.NoError(t, os.WriteFile(term, nil, 0o600))
+		require.NoError(t, os.Chmod(term, 0o666))
+		cases = append(cases, refusal{"world-writable term planted in a group-shared directory",
+			func(t *testing.T, w string) []string {
+				return []string{"election", "--server", "file://" + shared, "room", "c1", w}
+			}, term + " is writable by every user", nil})
+		if os.Geteuid() == 0 {
+			private := privateDir(t)
+			elections := filepath.Join(private, "elections")
+			require.NoError(t, os.Mkdir(elections, 0o700))
+			require.NoError(t, os.Chown(elections, 65534, 65534))
+			cases = append(cases, refusal{"elections planted by another user",
+				func(t *testing.T, w string) []string {
+					return []string{"election", "--server", "file://" + private, "room", "c1", w}
+				}, elections + " is owned by another user (uid 65534)", nil})
 		}
 	}
 	for _, c := range []struct{ kind, ttl, want string }{

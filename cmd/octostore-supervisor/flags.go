@@ -172,9 +172,14 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 		return cfg, err
 	}
 	cfg.Worker = worker
+	authority := hold.ExplicitHoldAuthority
 	if embedded {
-		if cfg.Hold, cfg.Interlock, err = embeddedHold(c, kind, cfg.Name, args[1], env); err != nil {
+		if cfg.Hold, authority, cfg.Interlock, err = embeddedHold(c, kind, cfg.Name, args[1], env); err != nil {
 			return cfg, err
+		}
+		if c.IsSet("acquire-timeout") {
+			// Checked by embeddedHold already.
+			cfg.AcquireTimeout, _ = hold.ParseDuration(c.String("acquire-timeout"))
 		}
 	} else {
 		hold, err := resolveProgram("hold command", cfg.Hold[0])
@@ -182,6 +187,14 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 			return cfg, err
 		}
 		cfg.Hold[0] = hold
+	}
+	rec, interlock, err := hostGuard(authority, holdKind(kind), cfg.Name, cfg.Interlock == nil, env)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Survivors = rec
+	if cfg.Interlock == nil {
+		cfg.Interlock = interlock
 	}
 	cfg.Backend, err = resolveBackend(c)
 	return cfg, err

@@ -109,6 +109,9 @@ func newApp(env []string, stdout, stderr io.Writer, code *int) *cli.App {
 				fmt.Fprint(stderr, foundInPATH(c.Args().Get(2), cfg.Worker))
 				testHooks(&cfg, env)
 				*code = contain.Supervise(context.Background(), cfg)
+				if c, ok := cfg.Survivors.(io.Closer); ok {
+					_ = c.Close()
+				}
 				return nil
 			},
 			OnUsageError: usageErr,
