@@ -53,7 +53,7 @@ type shimGroup struct {
 // 4 the event pipe's write end (the hold's stdout), 5 the worker's stdout.
 func GuardianMain() int {
 	// fdInterlock may not have been passed; marking an unused number is harmless.
-	adoptInherited(fdCtl, fdOut, fdErr, fdInterlock)
+	adoptInherited(fdCtl, fdOut, fdErr, fdInterlock, fdHostLock)
 	diag := os.Stderr
 	platform.ReserveThreads(reservedThreads)
 	if err := platform.BecomeSubreaper(); err != nil {

@@ -25,21 +25,89 @@ type hostGate struct {
 	interlock *os.File
 	survivors SurvivorRecord
 	locked    bool // this run holds the interlock
+
+	// hostLock backs the interlock file with a lock no same-user worker can
+	// delete (platform.TryHostLock), keyed by the interlock's path; nil where
+	// the platform has none. named: this run holds it.
+	hostLock *os.File
+	named    bool
+}
+
+// open prepares the host lock before the guardian starts, so that the guardian
+// inherits the socket and shares the lock taken later.
+func (g *hostGate) open() error {
+	if g.interlock == nil {
+		return nil
+	}
+	var err error
+	g.hostLock, err = platform.OpenHostLock()
+	return err
+}
+
+// shared is what the guardian keeps open for the run's whole life, so the
+// interlock outlives a supervisor that dies until the guardian has contained
+// the run.
+func (g *hostGate) shared() []*os.File {
+	var files []*os.File
+	for _, f := range []*os.File{g.interlock, g.hostLock} {
+		if f != nil {
+			files = append(files, f)
+		}
+	}
+	return files
+}
+
+// close lets go of both locks: the file lock explicitly when the run was
+// proven contained, otherwise only by closing (the guardian's share keeps it
+// until the guardian is done); the host lock is freed when the last socket
+// descriptor closes, the guardian's included.
+func (g *hostGate) close(provenAll bool) error {
+	if g.interlock == nil {
+		return nil
+	}
+	var err error
+	if g.locked && provenAll {
+		err = platform.UnlockFile(g.interlock)
+	}
+	g.interlock.Close()
+	if g.hostLock != nil {
+		g.hostLock.Close()
+	}
+	return err
+}
+
+// lock takes the interlock file and the host lock; false means another run
+// holds either.
+func (g *hostGate) lock() (bool, error) {
+	if !g.locked {
+		ok, err := platform.TryLockFile(g.interlock, true)
+		if err != nil || !ok {
+			return false, err
+		}
+		g.locked = true
+	}
+	if g.hostLock != nil && !g.named {
+		ok, err := platform.TryHostLock(g.hostLock, g.interlock.Name())
+		if err != nil || !ok {
+			return false, err
+		}
+		g.named = true
+	}
+	return true, nil
 }
 
 // blocked reports why the worker may not start yet, "" once it may: the
 // interlock is ours and no recorded survivor lives; the record is then
 // removed, since nothing it names can run beside our worker any more.
 func (g *hostGate) blocked() (string, error) {
-	if g.interlock != nil && !g.locked {
-		ok, err := platform.TryLockFile(g.interlock, true)
+	if g.interlock != nil {
+		ok, err := g.lock()
 		if err != nil {
 			return "", fmt.Errorf("the interlock could not be taken: %w", err)
 		}
 		if !ok {
 			return waitInterlock, nil
 		}
-		g.locked = true
 	}
 	why, err := g.survivorsAlive()
 	if why != "" || err != nil || g.survivors == nil {

@@ -192,7 +192,10 @@ func (r *run) start() error {
 	if r.cfg.WorkerOutput == WorkerOutputInherit {
 		workerOut = os.Stdout
 	}
-	r.host, err = openHost(r.cfg, evW, workerOut)
+	if err := r.gate.open(); err != nil {
+		return err
+	}
+	r.host, err = openHost(r.cfg, evW, workerOut, r.gate.shared())
 	evW.Close()
 	if err != nil {
 		evR.Close()
@@ -426,15 +429,9 @@ func (r *run) waitUntilClear(ctx context.Context, check func() (string, error)) 
 // when everything was proven contained, otherwise only by closing it (on unix
 // the guardian's share then keeps it until the guardian is done).
 func (r *run) releaseInterlock() {
-	if r.cfg.Interlock == nil {
-		return
+	if err := r.gate.close(r.provenAll); err != nil {
+		r.say("the interlock could not be released: %v", err)
 	}
-	if r.gate.locked && r.provenAll {
-		if err := platform.UnlockFile(r.cfg.Interlock); err != nil {
-			r.say("the interlock could not be released: %v", err)
-		}
-	}
-	r.cfg.Interlock.Close()
 }
 
 // awaitReady waits for the worker's ready file. Hold events queue meanwhile, as in

@@ -594,15 +594,39 @@ func runContender(ctx context.Context, t *testing.T, c *contenderRun, work, self
 // machine; no slack).
 func TestLocalInterlockHoldsBackSecondWorker(t *testing.T) {
 	t.Parallel()
-	server := "file://" + privateDir(t)
+	interlockHoldsBack(t, func(string) {})
+}
+
+// A worker running as our user can unlink the interlock file (the attacker in
+// testbin/attacker does), after which the next supervisor would lock a fresh
+// inode. The host lock beside it is a name, not a file: B must still wait.
+func TestLocalInterlockSurvivesUnlinkedFile(t *testing.T) {
+	t.Parallel()
+	interlockHoldsBack(t, func(state string) {
+		active, err := filepath.Glob(filepath.Join(state, "*", "*.active"))
+		require.NoError(t, err)
+		require.NotEmpty(t, active, "no interlock file to unlink in %s", state)
+		for _, f := range active {
+			require.NoError(t, os.Remove(f))
+		}
+	})
+}
+
+// interlockHoldsBack: A leads with a TERM-ignoring worker, tamper runs on the
+// state directory, B starts and waits, A's hold is killed and B's hold wins the room; B's worker
+// must start only after A's worker group was proven empty.
+func interlockHoldsBack(t *testing.T, tamper func(state string)) {
+	state := privateDir(t)
+	server := "file://" + state
 	room := createRoom(t, server)
 	flags := []string{"--server", server, "--ttl", "10", "--term-grace", "2s"}
 	a := startLocal(t, sc{worker: "--ignore-signals --child"}, "election", room, "agent-a", flags...)
 	a.waitEvent("leader", bound)
-	b := startLocal(t, sc{worker: "--term-exits --started-at {dir}/started"}, "election", room, "agent-b", flags...)
-	b.waitEvent("waiting", bound)
 	// The TERM-ignoring worker and its child are in their final state.
 	waitRecorded(t, a.dir+"/pids", 2)
+	tamper(state) // before B opens the interlock, as a worker would
+	b := startLocal(t, sc{worker: "--term-exits --started-at {dir}/started"}, "election", room, "agent-b", flags...)
+	b.waitEvent("waiting", bound)
 
 	killHold(t, a)
 	killed := time.Now()

@@ -52,7 +52,7 @@ type guardianHost struct {
 // openHost starts the guardian with the hold's event pipe and the worker's
 // output. The host is returned even on error once the guardian started, so the
 // caller can still contain whatever it began.
-func openHost(cfg Config, events, workerOut *os.File) (host, error) {
+func openHost(cfg Config, events, workerOut *os.File, keep []*os.File) (host, error) {
 	h := &guardianHost{cfg: cfg, backstopFired: make(chan struct{}, 1), lostCh: make(chan string, 1)}
 	var err error
 	if h.backstop, err = platform.NewContinuousTimer(); err != nil {
@@ -66,7 +66,7 @@ func openHost(cfg Config, events, workerOut *os.File) (host, error) {
 	h.link, h.runName, err = launchGuardian(msg{Argv: cfg.Hold, Env: cfg.Env,
 		WorkerArgv: []string{cfg.Worker}, WorkerEnv: workerEnv(cfg.Env),
 		Backend: &cfg.Backend, GraceMs: cfg.Grace.Milliseconds(), ProofMs: cfg.ProofBound.Milliseconds()},
-		events, workerOut, cfg.Interlock)
+		events, workerOut, keep)
 	if h.link == nil {
 		h.backstop.Close()
 		return nil, err
@@ -198,7 +198,7 @@ func sweepStale(b Backend, _ time.Duration, diag io.Writer) {
 // hold's event pipe (write end), where the worker's output goes, and init. The
 // returned link is live even on error when the guardian started, so the caller
 // can still contain whatever it began.
-func launchGuardian(init msg, events, workerOut, interlock *os.File) (*link, string, error) {
+func launchGuardian(init msg, events, workerOut *os.File, keep []*os.File) (*link, string, error) {
 	mine, theirs, err := socketpair()
 	if err != nil {
 		return nil, "", err
@@ -216,9 +216,7 @@ func launchGuardian(init msg, events, workerOut, interlock *os.File) (*link, str
 	reaper(&l.mu, l.onReapedLocked)
 	l.mu.Lock() // registered before the reaper can see it exit
 	files := []*os.File{devnull, devnull, os.Stderr, theirs, events, workerOut}
-	if interlock != nil {
-		files = append(files, interlock) // fdInterlock
-	}
+	files = append(files, keep...) // fdInterlock onwards
 	l.pid, err = startHelper(GuardianArg, files, true)
 	l.mu.Unlock()
 	if err != nil {
