@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 
 	"github.com/urfave/cli/v2"
@@ -43,12 +42,9 @@ in it.`,
 			if len(args) == 0 {
 				return usageError{"run needs a command: octostore-supervisor run [flags] -- <command> [args...]"}
 			}
-			path, err := exec.LookPath(args[0])
+			path, err := resolveProgram("command", args[0])
 			if err != nil {
-				return usageError{"command not found or not executable: " + args[0]}
-			}
-			if path, err = filepath.Abs(path); err != nil {
-				return usageError{err.Error()}
+				return err
 			}
 			grace, timeout := c.Duration("term-grace"), c.Duration("timeout")
 			if grace <= 0 || grace > maxGrace || timeout < 0 {
