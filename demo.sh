@@ -9,7 +9,10 @@
 # lock at once, so the second agent's hold wins the room almost immediately - but
 # its supervisor starts its worker only after the first supervisor has killed the
 # first worker's whole tree (including a daemonized grandchild) and proven it gone.
-# The timestamps printed at the end show that order.
+# The second worker checks that itself, through /proc, as it starts; the
+# timestamps printed at the end show the order. The demo reads the supervisors'
+# stdout (JSON lines) and never parses their stderr: a worker's output shares
+# that stream and could forge any line on it.
 set -uo pipefail
 cd "$(dirname "$0")"
 # OCTOSTORE_DEMO_BIN: where the binaries are (the test suite runs this script
@@ -34,12 +37,22 @@ say() { printf '%s [demo]    %s\n' "$(now)" "$*"; }
 # and the demo compare, immune to wall-clock steps.
 boottime_ns() { awk '{ printf "%d\n", $1 * 1e9 }' /proc/uptime; }
 
-# The worker: says what it does, starts a daemonized grandchild (setsid, the
-# classic escape from process groups) and records when it started.
+# The worker: first checks that no other agent's worker or daemon is still
+# alive, then says what it does, starts a daemonized grandchild (setsid, the
+# classic escape from process groups) and records when it started and when it
+# finished.
 cat > "$work/worker.sh" <<'EOF'
 #!/usr/bin/env bash
 name=$1
 start=$(date +%s%N)
+# alive <pid>: a process that can still run (a zombie has ended).
+alive() { local s; s=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) && [ "${s%% *}" != Z ]; }
+for f in "$DEMO_DIR"/*.worker.pid "$DEMO_DIR"/*.daemon.pid; do
+  [ -e "$f" ] || continue
+  p=$(cat "$f")
+  alive "$p" && echo "${f##*/} $p" >> "$DEMO_DIR/$name.saw-alive"
+done
+echo $$ > "$DEMO_DIR/$name.worker.pid"
 echo "$start" > "$DEMO_DIR/$name.worker-started"
 echo "$(date +%H:%M:%S.%3N) [$name]  worker started with fencing term $OCTOSTORE_FENCING_TERM"
 setsid sh -c 'echo $$ > "$DEMO_DIR/'"$name"'.daemon.pid"; exec sleep 600' &
@@ -50,7 +63,7 @@ exec 3<>"$DEMO_DIR/$name.fifo"
 pause() { read -r -t "$1" -u 3; }
 # On TERM it cleans up for a while, as real work does; meanwhile the other
 # agent may already have the room, but must not start its worker yet.
-trap 'echo "             [$name]  worker: got TERM, cleaning up for 0.8 s"; pause 0.8; exit 0' TERM
+trap 'echo "             [$name]  worker: got TERM, cleaning up for 0.8 s"; pause 0.8; date +%s%N > "$DEMO_DIR/$name.worker-finished"; exit 0' TERM
 i=0
 while :; do
   i=$((i + 1))
@@ -71,13 +84,12 @@ say "state directory $XDG_RUNTIME_DIR/octostore, room $room"
 
 # start <agent>: one supervisor; its stdout lines (supervisor lines only) are
 # stamped and shown, and kept in $work/<agent>.out. The worker's output goes to
-# the supervisor's stderr, shown as it comes.
+# the supervisor's stderr, shown as it comes (and never parsed).
 start() {
   local a=$1
   "$bin/octostore-supervisor" election --server local --ttl 10 \
     "$room" "$a" "$work/$a" \
-    > >(while IFS= read -r l; do printf '%s [%s] %s\n' "$(now)" "$a" "$l"; printf '%s %s\n' "$(date +%s%N)" "$l" >> "$work/$a.out"; done) \
-    2> >(tee "$work/$a.err" >&2) &
+    > >(while IFS= read -r l; do printf '%s [%s] %s\n' "$(now)" "$a" "$l"; printf '%s %s\n' "$(date +%s%N)" "$l" >> "$work/$a.out"; done) &
   pids+=($!)
   echo $! > "$work/$a.pid"
   say "started $a (supervisor pid $!)"
@@ -131,9 +143,6 @@ kill -KILL "$hold_pid"
 
 wait "$sup"
 code=$?
-# The supervisor says on stderr when its worker's tree was proven gone.
-proof=$(sed -n 's/^octostore-supervisor: worker group proven empty at \([^ ]*\) .*/\1/p' "$work/$leader.err")
-contained=$(date -d "$proof" +%s%N)
 say "$leader's supervisor exited $code (70: its hold died without a terminal event, so it printed no terminal line)"
 if [ -e "/proc/$daemon" ]; then
   echo "demo: $leader's daemonized grandchild (pid $daemon) is STILL RUNNING" >&2
@@ -145,12 +154,20 @@ wait_for "$work/$other.out" '"event":"leader"' 15 || { echo "demo: $other never 
 wait_for "$work/$other.worker-started" . 5 || { echo "demo: $other's worker never started" >&2; exit 1; }
 started=$(cat "$work/$other.worker-started")
 sleep 1.2
-say "$leader's worker tree proven gone at $(date -d "@${contained:0:10}.${contained:10:3}" +%H:%M:%S.%3N) (its supervisor's word, on stderr)"
-say "$other's worker started at          $(date -d "@${started:0:10}.${started:10:3}" +%H:%M:%S.%3N)"
-if [ "$contained" -lt "$started" ]; then
-  say "containment came first, by $(((started - contained) / 1000000)) ms"
+stamp() { date -d "@${1:0:10}.${1:10:3}" +%H:%M:%S.%3N; }
+if [ -e "$work/$other.saw-alive" ]; then
+  echo "demo: $other's worker started while these were still running: $(tr '\n' ' ' < "$work/$other.saw-alive")" >&2
+  exit 1
+fi
+if [ -e "$work/$leader.worker-finished" ]; then
+  finished=$(cat "$work/$leader.worker-finished")
+  say "$leader's worker finished its clean-up at $(stamp "$finished")"
+fi
+say "$other's worker started at                 $(stamp "$started"), and found (in /proc) $leader's worker and daemon gone"
+if [ -z "${finished:-}" ] || [ "$finished" -lt "$started" ]; then
+  say "containment came first${finished:+, by $(((started - finished) / 1000000)) ms}"
 else
-  echo "demo: $other's worker started BEFORE $leader was proven contained" >&2
+  echo "demo: $other's worker started BEFORE $leader's worker finished" >&2
   exit 1
 fi
 

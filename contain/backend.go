@@ -1,6 +1,9 @@
 package contain
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // BackendCgroup names the cgroup v2 backend in flags and reports.
 const BackendCgroup = "cgroup"
@@ -40,3 +43,39 @@ type BackendRequest struct {
 
 // DefaultMaxProcesses is the worker leaf's pids.max when the pids controller is available.
 const DefaultMaxProcesses = 4096
+
+// StaleRun is a run directory whose supervisor and guardian are both gone.
+type StaleRun struct {
+	Dir         string `json:"dir"`
+	Processes   int    `json:"processes"`
+	ProvenEmpty bool   `json:"proven_empty"`
+	Removed     bool   `json:"removed"`
+	// UnprovenSince is when a start-up sweep found the run could not be
+	// proven empty and marked it, so later starts do not wait on it again.
+	UnprovenSince string `json:"unproven_since,omitempty"`
+	// MarkErr says why that mark could not be set (every start then tries
+	// the run again).
+	MarkErr string `json:"-"`
+}
+
+// SweepStale finds runs below the backend's parent whose owners are both gone,
+// and (unless dryRun) kills what is left in them, proves them empty and removes
+// them. A run whose supervisor or guardian still lives is never touched. This
+// is the `sweep` command: it waits up to proof for each run, including runs an
+// earlier start-up sweep marked as unprovable.
+func SweepStale(b Backend, dryRun bool, proof time.Duration) ([]StaleRun, error) {
+	mode := sweepAll
+	if dryRun {
+		mode = sweepList
+	}
+	return sweepRuns(b, mode, proof)
+}
+
+// sweepMode says how much a sweep does to each abandoned run.
+type sweepMode int
+
+const (
+	sweepList    sweepMode = iota // only look (sweep --dry-run, doctor)
+	sweepAll                      // kill, prove empty, remove (sweep)
+	sweepStartup                  // as sweepAll, but a run that cannot be proven empty is marked and not waited for again
+)

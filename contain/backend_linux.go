@@ -66,7 +66,7 @@ func cgroupBackend(req BackendRequest) (Backend, error) {
 		if err := platform.IsCgroupV2(p); err != nil {
 			return Backend{}, fmt.Errorf("--cgroup-parent %w", err)
 		}
-		if err := platform.Writable(p); err != nil {
+		if err := platform.Delegated(p); err != nil {
 			return Backend{}, fmt.Errorf("--cgroup-parent %w", err)
 		}
 		b.Parent, b.Note = p, "--cgroup-parent"
@@ -75,14 +75,14 @@ func cgroupBackend(req BackendRequest) (Backend, error) {
 		if err != nil {
 			return Backend{}, err
 		}
-		if dir := filepath.Join(mount, own); own != "/" && platform.Writable(dir) == nil {
+		if dir := filepath.Join(mount, own); own != "/" && platform.Delegated(dir) == nil {
 			b.Parent, b.Note = dir, "our own cgroup is delegated to us"
 		} else if os.Geteuid() == 0 {
 			dir := filepath.Join(mount, "octostore-supervisor")
 			if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 				return Backend{}, fmt.Errorf("create %s: %w", dir, err)
 			}
-			if err := platform.Writable(dir); err != nil {
+			if err := platform.Delegated(dir); err != nil {
 				return Backend{}, err
 			}
 			b.Parent, b.Note = dir, "dedicated subtree (root)"

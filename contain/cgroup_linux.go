@@ -187,18 +187,14 @@ func (r *cgroupRun) remove(diag io.Writer) {
 	}
 }
 
-// StaleRun is a run directory whose supervisor and guardian are both gone.
-type StaleRun struct {
-	Dir         string `json:"dir"`
-	Processes   int    `json:"processes"`
-	ProvenEmpty bool   `json:"proven_empty"`
-	Removed     bool   `json:"removed"`
-}
+// unprovenXattr marks a run directory a start-up sweep could not prove empty
+// within its short bound (a task stuck in uninterruptible sleep, or one the
+// kill cannot reach). Later start-up sweeps then only look whether it has
+// emptied since, instead of killing and waiting again at every start. The
+// value is when it was marked. cgroupfs keeps user xattrs since Linux 5.7.
+const unprovenXattr = "user.octostore.unproven"
 
-// SweepStale finds runs below the backend's parent whose owners are both gone,
-// and (unless dryRun) kills what is left in them, proves them empty and removes
-// them. A run whose supervisor or guardian still lives is never touched.
-func SweepStale(b Backend, dryRun bool, proof time.Duration) ([]StaleRun, error) {
+func sweepRuns(b Backend, mode sweepMode, proof time.Duration) ([]StaleRun, error) {
 	if b.Name != BackendCgroup {
 		return nil, nil
 	}
@@ -217,41 +213,96 @@ func SweepStale(b Backend, dryRun bool, proof time.Duration) ([]StaleRun, error)
 		if !e.IsDir() || !ok || alive(sup) || alive(g) {
 			continue
 		}
-		dir := filepath.Join(b.Parent, e.Name())
-		m, err := cgroup2.Load(relTo(b.Mount, dir), cgroup2.WithMountpoint(b.Mount))
+		s, found, err := sweepRun(b, filepath.Join(b.Parent, e.Name()), mode, proof)
+		if found {
+			out = append(out, s)
+		}
 		if err != nil {
 			return out, err
 		}
-		procs, err := m.Procs(true)
-		if errors.Is(err, os.ErrNotExist) {
-			continue // another sweep (every supervisor sweeps at start) got there first
-		}
-		s := StaleRun{Dir: dir, Processes: len(procs)}
-		if dryRun {
-			out = append(out, s)
-			continue
-		}
-		if len(procs) > 0 {
-			if err := m.Kill(); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return out, fmt.Errorf("kill %s: %w", dir, err)
-			}
-		}
-		if s.ProvenEmpty, err = platform.WaitCgroupEmpty(dir, proof); err != nil {
-			if _, serr := os.Stat(dir); errors.Is(serr, os.ErrNotExist) {
-				continue // removed by a concurrent sweep once it was empty
-			}
-			return out, err
-		}
-		if s.ProvenEmpty {
-			subs, _ := os.ReadDir(dir)
-			for _, sub := range subs {
-				if sub.IsDir() {
-					_ = removeDir(filepath.Join(dir, sub.Name()))
-				}
-			}
-			s.Removed = removeDir(dir) == nil
-		}
-		out = append(out, s)
 	}
 	return out, nil
+}
+
+// sweepRun sweeps one abandoned run; found is false when it vanished meanwhile
+// (another sweep - every supervisor sweeps at start - got there first), and
+// at start-up for a run marked earlier that still holds processes.
+func sweepRun(b Backend, dir string, mode sweepMode, proof time.Duration) (s StaleRun, found bool, err error) {
+	gone := func(err error) bool {
+		_, serr := os.Stat(dir)
+		return errors.Is(err, os.ErrNotExist) || errors.Is(serr, os.ErrNotExist)
+	}
+	m, err := cgroup2.Load(relTo(b.Mount, dir), cgroup2.WithMountpoint(b.Mount))
+	if err != nil {
+		return s, false, err
+	}
+	procs, err := m.Procs(true)
+	if err != nil {
+		return s, false, ignoreIf(gone(err), err)
+	}
+	s = StaleRun{Dir: dir, Processes: len(procs), UnprovenSince: markedUnproven(dir)}
+	if mode == sweepList || (mode == sweepStartup && s.UnprovenSince != "") {
+		// Only look: populated (recursive) is the kernel's own proof, the same
+		// the sweep waits for.
+		populated, err := platform.CgroupPopulated(dir)
+		if err != nil {
+			return s, !gone(err), ignoreIf(gone(err), err)
+		}
+		s.ProvenEmpty = !populated
+		switch {
+		case mode == sweepList:
+			return s, true, nil
+		case populated:
+			return s, false, nil // said when it was marked; left to `sweep`
+		}
+		return removeSwept(dir, s), true, nil
+	}
+	if len(procs) > 0 {
+		if err := m.Kill(); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return s, true, fmt.Errorf("kill %s: %w", dir, err)
+		}
+	}
+	if s.ProvenEmpty, err = platform.WaitCgroupEmpty(dir, proof); err != nil {
+		return s, !gone(err), ignoreIf(gone(err), err) // removed by a concurrent sweep once it was empty
+	}
+	if s.ProvenEmpty {
+		return removeSwept(dir, s), true, nil
+	}
+	if mode == sweepStartup {
+		s.UnprovenSince = time.Now().UTC().Format(time.RFC3339)
+		if err := unix.Setxattr(dir, unprovenXattr, []byte(s.UnprovenSince), 0); err != nil {
+			s.UnprovenSince = ""
+			s.MarkErr = fmt.Sprintf("set %s on %s: %v", unprovenXattr, dir, err)
+		}
+	}
+	return s, true, nil
+}
+
+func ignoreIf(cond bool, err error) error {
+	if cond {
+		return nil
+	}
+	return err
+}
+
+// removeSwept removes an abandoned run proven empty: its leaves, then itself.
+func removeSwept(dir string, s StaleRun) StaleRun {
+	subs, _ := os.ReadDir(dir)
+	for _, sub := range subs {
+		if sub.IsDir() {
+			_ = removeDir(filepath.Join(dir, sub.Name()))
+		}
+	}
+	s.Removed = removeDir(dir) == nil
+	return s
+}
+
+// markedUnproven returns when a start-up sweep marked dir unprovable, or "".
+func markedUnproven(dir string) string {
+	buf := make([]byte, 64)
+	n, err := unix.Getxattr(dir, unprovenXattr, buf)
+	if err != nil || n <= 0 {
+		return ""
+	}
+	return string(buf[:n])
 }

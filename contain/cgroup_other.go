@@ -31,13 +31,5 @@ func killRun(Backend, string, time.Duration) ([]int, bool, error) {
 }
 func removeRun(Backend, string, io.Writer) {}
 
-// StaleRun is a run directory whose supervisor and guardian are both gone.
-type StaleRun struct {
-	Dir         string `json:"dir"`
-	Processes   int    `json:"processes"`
-	ProvenEmpty bool   `json:"proven_empty"`
-	Removed     bool   `json:"removed"`
-}
-
-// SweepStale has nothing to sweep without cgroups.
-func SweepStale(Backend, bool, time.Duration) ([]StaleRun, error) { return nil, nil }
+// sweepRuns has nothing to sweep without cgroups.
+func sweepRuns(Backend, sweepMode, time.Duration) ([]StaleRun, error) { return nil, nil }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/octostore-supervisor/supervisor/events"
+	"github.com/octostore-supervisor/supervisor/internal/procid"
 )
 
 // Exit codes of the supervisor (README "Exit codes").
@@ -15,6 +16,7 @@ const (
 	ExitAuthority      = 20  // authority lost, uncertain, stale or expired
 	ExitUsage          = 64  // bad arguments, environment or host
 	ExitSoftware       = 70  // protocol violation, hold/worker failure, or containment not proven
+	ExitStatusLost     = 71  // a killed helper lost the worker's (run: command's) status; its tree was proven gone
 	ExitSIGHUP         = 129 // 128 + signal number, after containment
 	ExitSIGINT         = 130
 	ExitSIGTERM        = 143
@@ -59,17 +61,41 @@ type Config struct {
 
 	// Interlock, when set, is a file that must be locked exclusively before the
 	// worker starts; it is unlocked only after the worker's tree is proven
-	// gone and the terminal line printed. The host-local authority hands a
-	// room over the instant a hold process dies, so without it a second
-	// supervisor's worker could start while this one's is still being torn
-	// down. On unix the guardian shares the lock, so it also outlives a
-	// supervisor that dies until the guardian has contained the run.
+	// gone and the terminal line printed. An authority hands a name over when
+	// a hold dies or its lease ages out (the local one at once), so without it
+	// a second supervisor on this host could start its worker while this
+	// one's is still being torn down — or while this supervisor is stopped.
+	// The CLI sets one for every authority (the local authority's
+	// <name>.active; else one in the user's private state directory). On unix
+	// the guardian shares the lock, so it also outlives a supervisor that dies
+	// until the guardian has contained the run.
 	Interlock *os.File
+
+	// Survivors, when set, is this host's record of processes that outlived a
+	// failed containment of the same authority and name. A run starts its hold
+	// only once every recorded process is gone, checks again once it holds the
+	// interlock, and removes the record before its worker starts; a run whose
+	// containment fails adds its survivors before it lets go of the interlock.
+	Survivors SurvivorRecord
+
+	// AcquireTimeout bounds the waits for the interlock and for recorded
+	// survivors (measured from the start of the run), as --acquire-timeout
+	// bounds the hold's acquisition; 0 waits until a signal.
+	AcquireTimeout time.Duration
 
 	// Pause, when set, is called at named points of the lifecycle. Only a binary
 	// built with the octostore_testhooks tag sets it, to freeze the supervisor at
 	// an exact point; there is no runtime switch a worker could reach.
 	Pause func(point string)
+}
+
+// SurvivorRecord is the persistent record behind Config.Survivors
+// (hold.SurvivorRecord).
+type SurvivorRecord interface {
+	Survivors() ([]procid.ID, error)
+	Add([]procid.ID) error
+	Remove() error
+	Path() string
 }
 
 // Defaults used by the CLI.
@@ -104,6 +130,7 @@ type Report struct {
 // Survivor is a process still alive after the final kill and the proof bound.
 type Survivor struct {
 	Pid     int    `json:"pid"`
+	Start   uint64 `json:"start,omitempty"` // procid.ID.Start; 0 where unknown
 	State   string `json:"state"`
 	Command string `json:"command"`
 }

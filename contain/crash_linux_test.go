@@ -109,6 +109,8 @@ func TestH5GuardianKilledMainFallback(t *testing.T) {
 	require.EqualValues(t, 2, u["sequence"])
 	require.Equal(t, "guardian_lost", u["reason_code"])
 	require.Contains(t, r.stderr(), "main-process fallback")
+	// The fallback's proof is said too, as on every path that proves the tree gone.
+	require.Contains(t, r.stderr(), "worker group proven empty at ")
 }
 
 // H5 before authority: guardian loss with nothing to vouch for is 70.

@@ -37,7 +37,7 @@ func TestDemoScript(t *testing.T) {
 	text := string(out)
 	for _, want := range []string{
 		`"event":"leader"`, `"event":"waiting"`, "waits (its worker has not started: right)",
-		"containment came first", "exited 143", "done: nothing the demo started is left",
+		"containment came first", "found (in /proc) agent-", "exited 143", "done: nothing the demo started is left",
 	} {
 		require.Contains(t, text, want)
 	}

@@ -38,17 +38,20 @@ func Doctor() Diagnosis {
 			d.add("own cgroup delegated", false, "we run in the root cgroup; as root a dedicated octostore-supervisor subtree is used instead")
 		case own == "/":
 			d.add("own cgroup delegated", false, "we run in the root cgroup and are not root: cgroups are unavailable to us")
-		case platform.Writable(filepath.Join(mount, own)) == nil:
-			d.add("own cgroup delegated", true, filepath.Join(mount, own)+" is writable (Delegate=yes or a cgroup namespace)")
 		default:
-			d.add("own cgroup delegated", false, filepath.Join(mount, own)+" is not writable by us; ask systemd for a delegated scope (systemd-run --user --scope -p Delegate=yes)")
+			if err := platform.Delegated(filepath.Join(mount, own)); err != nil {
+				d.add("own cgroup delegated", false, err.Error()+"; ask systemd for a delegated scope (systemd-run --user --scope -p Delegate=yes)")
+			} else {
+				d.add("own cgroup delegated", true, filepath.Join(mount, own)+" and its cgroup.procs and cgroup.subtree_control are ours and writable (Delegate=yes or a cgroup namespace)")
+			}
 		}
 		ctrls := controllers(mount)
 		d.add("pids controller", slices.Contains(ctrls, "pids"), "cgroup v2 controllers: ["+strings.Join(ctrls, " ")+"]"+map[bool]string{true: "", false: "; without pids, --max-processes cannot bound a fork storm"}[slices.Contains(ctrls, "pids")])
-		if _, err := ResolveBackend(BackendRequest{Containment: BackendCgroup}); err != nil {
+		if b, err := ResolveBackend(BackendRequest{Containment: BackendCgroup}); err != nil {
 			d.add("cgroup.kill", false, "not checked: no cgroup we may use ("+err.Error()+")")
 		} else {
 			d.add("cgroup.kill", probeKill(mount), "atomic kill of a whole cgroup (Linux 5.14); without it the library freezes, kills each process and thaws")
+			d.abandonedRuns(b)
 		}
 	}
 	if err := platform.Clone3Available(); err != nil {
@@ -79,6 +82,31 @@ func Doctor() Diagnosis {
 		d.Backend, d.Reason = b.Name, b.String()
 	}
 	return d
+}
+
+// abandonedRuns lists the runs whose supervisor and guardian are both gone,
+// and names those still holding processes: a start-up sweep does not wait for
+// them twice, so this is where they stay visible.
+func (d *Diagnosis) abandonedRuns(b Backend) {
+	runs, err := SweepStale(b, true, 0)
+	if err != nil {
+		d.add("abandoned runs", false, "could not be listed: "+err.Error())
+		return
+	}
+	var held []string
+	for _, r := range runs {
+		if !r.ProvenEmpty {
+			held = append(held, fmt.Sprintf("%s (%d processes)", r.Dir, r.Processes))
+		}
+	}
+	switch {
+	case len(held) > 0:
+		d.add("abandoned runs", false, strings.Join(held, ", ")+" still hold processes after their supervisor and guardian died; `octostore-supervisor sweep` kills them, waits for the proof and names what is left (a task stuck in the kernel stays until it leaves)")
+	case len(runs) > 0:
+		d.add("abandoned runs", true, fmt.Sprintf("%d empty, removed by the next start or `octostore-supervisor sweep`", len(runs)))
+	default:
+		d.add("abandoned runs", true, "none under "+b.Parent)
+	}
 }
 
 // probeKill checks for cgroup.kill in the cgroup we would use, creating an empty

@@ -24,7 +24,7 @@ var lostAfterSetup = []string{"emit:leader,term=5,budget=20000", "waitfile:{dir}
 // J1, J2, contract §4.2/§4.3 rows 1-7, 15, 17, 18, under both backends: every
 // way a worker tree can try to outlive the worker group. Each must end with lost
 // printed only after the whole tree is proven empty, and nothing recorded alive.
-// The matrix is printed in the test log; the README's table is taken from it.
+// The matrix is printed in the test log; docs/guarantees.md's table is taken from it.
 func TestJEscapeMatrix(t *testing.T) {
 	t.Parallel()
 	modes := []struct {

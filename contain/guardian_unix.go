@@ -273,6 +273,14 @@ func (g *guardian) handle(m msg) msg {
 		}
 	case opSignal:
 		g.forward(g.groups[groupWorker], syscall.Signal(m.Signal))
+	case opProbe:
+		if grp := g.groups[m.Group]; grp != nil && !grp.closed {
+			n, err := g.live(grp)
+			reply.Live = n
+			if err != nil {
+				reply.Err = err.Error()
+			}
+		}
 	case opRelease:
 		if grp := g.groups[groupHold]; grp != nil && !grp.closed {
 			_ = grp.conn.send(msg{Op: opRelease})
@@ -504,6 +512,24 @@ func (g *guardian) forward(grp *shimGroup, sig syscall.Signal) {
 			}
 		}
 	}
+}
+
+// live counts the group's processes that can still run: its tree (below the
+// shim, or below us once the shim is gone) and, under the cgroup backend, the
+// leaf's members, which include any the tree walk does not reach. It is what the
+// teardown's proof looks at, asked without killing anything.
+func (g *guardian) live(grp *shimGroup) (int, error) {
+	s := newSweeper()
+	s.family = grp.fam
+	root, skip := g.rootOf(grp)
+	procs, err := s.alive(root, skip)
+	if err != nil || len(procs) > 0 {
+		return len(procs), err
+	}
+	if l := g.leafOf(grp); l != nil {
+		return len(l.members()), nil
+	}
+	return 0, nil
 }
 
 func (g *guardian) forwardExit(grp *shimGroup, m msg) {

@@ -19,7 +19,7 @@ import (
 
 // bins are built once per test binary (TestMain): the supervisor with its test
 // pause hooks compiled in, the scripted hold and the misbehaving worker.
-var bins struct{ dir, sup, hold, esc, octostore, authority string }
+var bins struct{ dir, sup, hold, esc, octostore, authority, attacker string }
 
 func TestMain(m *testing.M) {
 	// A supervisor may run this test binary as its protected worker
@@ -39,12 +39,14 @@ func TestMain(m *testing.M) {
 	bins.esc = filepath.Join(dir, "escaper")
 	bins.octostore = filepath.Join(dir, "octostore")
 	bins.authority = filepath.Join(dir, "authority")
+	bins.attacker = filepath.Join(dir, "attacker")
 	for _, b := range [][]string{
 		{"-o", bins.octostore, "../cmd/octostore"},
 		{"-o", bins.authority, "../testbin/authority"},
 		{"-tags", "octostore_testhooks", "-o", bins.sup, "../cmd/octostore-supervisor"},
 		{"-o", bins.hold, "../testbin/fakehold"},
 		{"-o", bins.esc, "../testbin/escaper"},
+		{"-o", bins.attacker, "../testbin/attacker"},
 	} {
 		out, err := exec.Command("go", append([]string{"build"}, b...)...).CombinedOutput()
 		if err != nil {
@@ -179,7 +181,10 @@ func start(t *testing.T, s sc) *run {
 		// The supervisor must be inside the cgroup before it runs an instruction.
 		cmd = exec.Command("/bin/sh", append([]string{"-c", `echo $$ > "$0" && exec "$@"`, s.cgroupProcs, bins.sup}, args...)...)
 	}
-	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
+	// The private state directory (survivor records, interlocks) is the run's
+	// own unless a test shares one: an ambient XDG_RUNTIME_DIR would make
+	// unrelated tests on the room "room" wait for each other.
+	cmd.Env = append(os.Environ(), "TMPDIR="+dir, "XDG_RUNTIME_DIR=")
 	for _, e := range s.env {
 		cmd.Env = append(cmd.Env, expand(e))
 	}

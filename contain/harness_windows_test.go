@@ -133,6 +133,10 @@ func launch(t *testing.T, dir string, args, env []string) *run {
 	if strings.Contains(dir, " ") {
 		t.Fatalf("test directory %q has a space; ESCAPER_ARGS cannot carry it", dir)
 	}
+	// The private state directory (survivor records, interlocks) is the run's
+	// own: a shared one would make unrelated tests on the room "room" wait for
+	// each other.
+	env = append(env[:len(env):len(env)], "LOCALAPPDATA="+dir)
 	job, err := platform.NewJob(platform.JobLimits{})
 	require.NoError(t, err)
 	r := &run{t: t, dir: dir, job: job, out: &proctest.SyncBuffer{}, errb: &proctest.SyncBuffer{}, done: make(chan struct{}), code: -1}

@@ -216,7 +216,7 @@ type jobHost struct {
 // pipe as its stdout. A job that cannot be created, or whose limits read back
 // differently, fails the run before anything starts (exit 70). After the jobs
 // exist the host is returned even on error, so the caller contains them.
-func openHost(cfg Config, events, workerOut *os.File) (host, error) {
+func openHost(cfg Config, events, workerOut *os.File, _ []*os.File) (host, error) {
 	worker, err := newJobGroup(groupWorker, platform.JobLimits{MaxProcesses: uint32(cfg.Backend.PidMax)})
 	if err != nil {
 		return nil, err

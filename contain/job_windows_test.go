@@ -189,12 +189,16 @@ func TestJobBadWorkerPath(t *testing.T) {
 	require.NoError(t, os.WriteFile(bat, []byte("@echo hi\r\n"), 0o700))
 	sub := filepath.Join(dir, "sub")
 	require.NoError(t, os.Mkdir(sub, 0o700))
-	for _, w := range []string{text, bat, sub, filepath.Join(dir, "missing.exe")} {
+	missing := filepath.Join(dir, "missing.exe")
+	for w, want := range map[string]string{
+		text: "worker program is not executable", bat: "worker program is not executable",
+		sub: "worker program is a directory", missing: "worker program not found",
+	} {
 		t.Run(filepath.Base(w), func(t *testing.T) {
 			d := tempDir(t)
 			r := launch(t, d, []string{"election", "room", "agent", w, "--", bins.hold, "--pidfile", filepath.Join(d, "hold.pids"), "emit:leader,term=1,budget=60000", "forever"}, os.Environ())
 			require.Equal(t, 64, r.wait(long))
-			require.Contains(t, r.stderr(), "worker program is not executable")
+			require.Contains(t, r.stderr(), want)
 			require.Empty(t, r.out.Lines())
 			_, err := os.Stat(filepath.Join(d, "hold.pids"))
 			require.True(t, os.IsNotExist(err), "the hold ran")

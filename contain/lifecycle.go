@@ -78,8 +78,10 @@ const (
 	causeExpired                       // the armed deadline fired: 20
 	causeHoldEnded                     // the hold ended without a terminal event: 70
 	causeWorkerExited                  // the worker's main process exited
+	causeWorkerLost                    // the worker group's root (its shim) died: the worker's status is lost
 	causeSignal                        // INT/TERM/HUP (windows: console control events) to the supervisor
 	causeGuardianLost                  // the guardian died or stopped answering
+	causeBlocked                       // this host stayed blocked past Config.AcquireTimeout: 11
 )
 
 // cause is why a run stops.
@@ -119,20 +121,36 @@ type run struct {
 	deadline events.Deadline
 	holdGone <-chan time.Time // set when the hold's process exited
 
-	interlocked bool // Config.Interlock is locked by this run
-	provenAll   bool // finish saw every group proven empty
+	gate       hostGate  // the interlock and the survivor record of this name
+	acquireBy  time.Time // Config.AcquireTimeout as a moment; zero: no bound
+	provenAll  bool      // finish saw every group proven empty
+	saidProven bool      // the worker group's proof was said on stderr
 }
 
 // Supervise runs one supervised hold to the end and returns the exit code.
 func Supervise(ctx context.Context, cfg Config) int {
 	r := &run{cfg: cfg, diag: cfg.Stderr, stream: events.NewStream(events.Expect{Kind: cfg.Kind, Name: cfg.Name, Candidate: cfg.Candidate}),
-		lines: make(chan lineMsg), sigs: make(chan os.Signal, 4)}
+		lines: make(chan lineMsg), sigs: make(chan os.Signal, 4), gate: hostGate{interlock: cfg.Interlock, survivors: cfg.Survivors}}
+	if cfg.AcquireTimeout > 0 {
+		r.acquireBy = time.Now().Add(cfg.AcquireTimeout)
+	}
 	// Signals are caught before anything starts, so none can kill the supervisor
 	// half way and leave the containment to guess.
 	stopSignals := catchSignals(r.sigs, cfg.Stderr)
 	defer stopSignals()
 	defer r.cleanup()
 	defer r.releaseInterlock()
+	// A name kept blocked by survivors of a failed containment does not even
+	// campaign: a lease it cannot use would only keep it from another host.
+	if c := r.waitUntilClear(ctx, r.gate.survivorsAlive); c != nil {
+		if c.msg != "" {
+			r.say("%s", c.msg)
+		}
+		if c.kind == causeDoubt {
+			return ExitSoftware
+		}
+		return r.exitCode(*c, nil)
+	}
 	if err := r.start(); err != nil {
 		r.say("%v", err)
 		if r.host != nil {
@@ -177,7 +195,10 @@ func (r *run) start() error {
 	if r.cfg.WorkerOutput == WorkerOutputInherit {
 		workerOut = os.Stdout
 	}
-	r.host, err = openHost(r.cfg, evW, workerOut)
+	if err := r.gate.open(); err != nil {
+		return err
+	}
+	r.host, err = openHost(r.cfg, evW, workerOut, r.gate.shared())
 	evW.Close()
 	if err != nil {
 		evR.Close()
@@ -331,7 +352,11 @@ func (r *run) launch(ev events.Event) *cause {
 	if err := r.stillFresh(*ev.Authority); err != nil {
 		return doubt("authority could not be armed before worker start: %v", err)
 	}
-	if c := r.awaitInterlock(); c != nil {
+	// Taken after leader, not before the hold starts: the interlock is held by
+	// the current leader's run for its whole tenure, and a candidate must be
+	// able to campaign meanwhile. The wait is normally one teardown long; the
+	// armed deadline keeps running through it.
+	if c := r.waitUntilClear(context.Background(), r.gate.blocked); c != nil {
 		return c
 	}
 	env := []string{"OCTOSTORE_FENCING_TERM=" + strconv.FormatUint(*ev.Term, 10), "OCTOSTORE_SUPERVISOR_READY_FILE=" + r.readyFile}
@@ -353,40 +378,52 @@ func (r *run) launch(ev events.Event) *cause {
 	return nil
 }
 
-// awaitInterlock takes the interlock (Config.Interlock) before the worker
-// starts, waiting while the previous holder's supervisor still contains its
-// worker. The armed deadline keeps running: expiry, host loss and signals end
-// the wait as they end any other.
-func (r *run) awaitInterlock() *cause {
-	if r.cfg.Interlock == nil {
-		return nil
+// waitUntilClear waits until check reports nothing blocking this host (see
+// hostGate), saying each new reason once. Before the hold starts there is no
+// host yet; after, the host's notes (expiry, worker exit) and loss end the
+// wait as they end any other, and so do signals, ctx and
+// Config.AcquireTimeout (causeBlocked).
+func (r *run) waitUntilClear(ctx context.Context, check func() (string, error)) *cause {
+	var notes <-chan msg
+	var lost <-chan string
+	if r.host != nil {
+		notes, lost = r.host.notes(), r.host.lost()
+	}
+	var limit <-chan time.Time
+	if !r.acquireBy.IsZero() {
+		t := time.NewTimer(time.Until(r.acquireBy))
+		defer t.Stop()
+		limit = t.C
 	}
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	said := false
+	said := ""
 	for {
-		ok, err := platform.TryLockFile(r.cfg.Interlock, true)
+		why, err := check()
 		if err != nil {
-			return &cause{kind: causeDoubt, msg: "the interlock could not be taken: " + err.Error()}
+			return &cause{kind: causeDoubt, msg: "this host could not be checked before the worker start: " + err.Error()}
 		}
-		if ok {
-			r.interlocked = true
+		if why == "" {
 			return nil
 		}
-		if !said {
-			r.say("waiting until the previous holder's worker is proven gone (interlock)")
-			said = true
+		if why != said {
+			r.say("%s", why)
+			said = why
 		}
 		select {
 		case <-tick.C:
-		case n := <-r.host.notes():
+		case n := <-notes:
 			if c := r.onNote(n); c != nil {
 				return c
 			}
 		case s := <-r.sigs:
 			return &cause{kind: causeSignal, sig: s.(syscall.Signal)}
-		case why := <-r.host.lost():
+		case <-ctx.Done():
+			return &cause{kind: causeSignal, sig: syscall.SIGTERM}
+		case why := <-lost:
 			return &cause{kind: causeGuardianLost, msg: why}
+		case <-limit:
+			return &cause{kind: causeBlocked, msg: fmt.Sprintf("gave up after --acquire-timeout %v: %s", r.cfg.AcquireTimeout, said)}
 		}
 	}
 }
@@ -395,15 +432,9 @@ func (r *run) awaitInterlock() *cause {
 // when everything was proven contained, otherwise only by closing it (on unix
 // the guardian's share then keeps it until the guardian is done).
 func (r *run) releaseInterlock() {
-	if r.cfg.Interlock == nil {
-		return
+	if err := r.gate.close(r.provenAll); err != nil {
+		r.say("the interlock could not be released: %v", err)
 	}
-	if r.interlocked && r.provenAll {
-		if err := platform.UnlockFile(r.cfg.Interlock); err != nil {
-			r.say("the interlock could not be released: %v", err)
-		}
-	}
-	r.cfg.Interlock.Close()
 }
 
 // awaitReady waits for the worker's ready file. Hold events queue meanwhile, as in
@@ -423,7 +454,7 @@ func (r *run) awaitReady() *cause {
 			return &cause{kind: causeDoubt, msg: "worker process did not acknowledge application readiness"}
 		case n := <-r.host.notes():
 			if c := r.onNote(n); c != nil {
-				if c.kind == causeWorkerExited {
+				if c.kind == causeWorkerExited || c.kind == causeWorkerLost {
 					c.kind, c.msg = causeInvalid, "worker exited before acknowledging application readiness"
 				}
 				return c
@@ -469,7 +500,9 @@ func (r *run) onNote(n msg) *cause {
 		return &cause{kind: causeExpired, msg: "the authority deadline passed without a fresh renewal; the worker was contained"}
 	case n.Op == opExited && n.Group == groupWorker:
 		if n.Code < 0 {
-			return &cause{kind: causeInvalid, msg: n.Err}
+			// The host contained the group when its root died; the
+			// worker's own status went with the root.
+			return &cause{kind: causeWorkerLost, msg: n.Err}
 		}
 		return &cause{kind: causeWorkerExited, workerCode: n.Code}
 	case n.Op == opExited && n.Group == groupHold:
@@ -506,11 +539,10 @@ func (r *run) stop(c cause) int {
 		return r.fallback(began)
 	}
 	term := c.ev
-	if wrep.ProvenEmpty && r.gen > 0 {
+	if wrep.ProvenEmpty {
 		// Said at once: the terminal line waits for the hold, and a run that
 		// ends without one (exit 70) would otherwise never say it.
-		r.say("worker group proven empty at %s (%s, %d processes ended)",
-			events.FormatTimestamp(time.Now()), wrep.Backend, wrep.Killed)
+		r.sayProven(wrep)
 	}
 	if !wrep.ProvenEmpty {
 		// Releasing now could hand the lease to a new leader while our worker
@@ -540,6 +572,15 @@ func (r *run) stop(c cause) int {
 	rep.ProvenEmpty = wrep.ProvenEmpty && hrep.ProvenEmpty
 	rep.DurationMs = time.Since(began).Milliseconds()
 	return r.finish(c, term, rep)
+}
+
+// sayProven says, once per run and only once a worker may have started, that
+// the worker's tree is proven gone.
+func (r *run) sayProven(rep Report) {
+	if r.gen > 0 && !r.saidProven {
+		r.saidProven = true
+		sayProvenEmpty(r.diag, rep)
+	}
 }
 
 // awaitRelease reads what the hold says after it was asked to release, for at
@@ -576,13 +617,19 @@ func (r *run) finish(c cause, term *events.Event, rep Report) int {
 		for _, s := range rep.Survivors {
 			r.say("survivor: pid %d state %s command %q", s.Pid, s.State, s.Command)
 		}
+		// Before the interlock is let go (releaseInterlock runs after us).
+		if note, err := r.gate.recordSurvivors(rep.Survivors); err != nil {
+			r.say("the survivors could not be recorded, so this name is not kept blocked on this host: %v", err)
+		} else if note != "" {
+			r.say("%s", note)
+		}
 		r.say("terminal event withheld because containment could not be proved")
 		return ExitSoftware
 	}
 	r.provenAll = true
 	r.pause("terminal-contained")
 	code := r.exitCode(c, term)
-	printable := c.kind == causeTerminal || c.kind == causeSignal || c.kind == causeWorkerExited
+	printable := c.kind == causeTerminal || c.kind == causeSignal || c.kind == causeWorkerExited || c.kind == causeWorkerLost
 	if printable && term != nil {
 		l := events.LineFor(*term)
 		l.Containment = &events.Containment{Backend: rep.Backend, ProvenEmpty: true, Killed: rep.Killed, DurationMs: rep.DurationMs, Limit: rep.Limit}
@@ -615,16 +662,22 @@ func (r *run) exitCode(c cause, term *events.Event) int {
 		}
 	case causeSignal:
 		return 128 + int(c.sig)
-	case causeWorkerExited:
-		if c.workerCode == 0 && term != nil && term.Event == events.Released {
-			return ExitOK
-		}
+	case causeWorkerExited, causeWorkerLost:
 		if term == nil || term.Event != events.Released {
 			r.say("the hold did not confirm the release after the worker exited")
+			return ExitSoftware
+		}
+		if c.kind == causeWorkerLost {
+			return ExitStatusLost
+		}
+		if c.workerCode == 0 {
+			return ExitOK
 		}
 		return ExitSoftware
 	case causeDoubt, causeExpired:
 		return ExitAuthority
+	case causeBlocked:
+		return ExitAcquireTimeout
 	default:
 		return ExitSoftware
 	}
@@ -636,6 +689,9 @@ func (r *run) exitCode(c cause, term *events.Event) int {
 func (r *run) fallback(began time.Time) int {
 	rep := r.host.fallback(r.cfg.Grace, r.cfg.ProofBound, r.diag)
 	rep.DurationMs = time.Since(began).Milliseconds()
+	if rep.ProvenEmpty {
+		r.sayProven(rep)
+	}
 	if !rep.ProvenEmpty {
 		return r.finish(cause{kind: causeGuardianLost}, nil, rep)
 	}

@@ -289,6 +289,26 @@ func killHold(t *testing.T, r *run) {
 	require.NoError(t, proctest.Signal(h, syscall.SIGKILL))
 }
 
+// lastSeenAlive polls recs until none is alive (at most bound) and returns
+// the last moment one still was: taken before the read that saw it alive, so
+// the process surely lived then. At least one must be alive at the first read.
+func lastSeenAlive(t *testing.T, recs []recorded) time.Time {
+	t.Helper()
+	var last time.Time
+	deadline := time.Now().Add(bound)
+	for {
+		before := time.Now()
+		if len(aliveRecorded(recs)) == 0 {
+			break
+		}
+		last = before
+		require.True(t, before.Before(deadline), "recorded processes outlived their containment by %v", bound)
+		time.Sleep(time.Millisecond)
+	}
+	require.False(t, last.IsZero(), "nothing recorded was alive: nothing was tested")
+	return last
+}
+
 // provenEmpty reads the moment a supervisor said its worker group was proven
 // empty (wall clock, from its stderr).
 func provenEmpty(t *testing.T, r *run) time.Time {
@@ -574,15 +594,39 @@ func runContender(ctx context.Context, t *testing.T, c *contenderRun, work, self
 // machine; no slack).
 func TestLocalInterlockHoldsBackSecondWorker(t *testing.T) {
 	t.Parallel()
-	server := "file://" + privateDir(t)
+	interlockHoldsBack(t, func(string) {})
+}
+
+// A worker running as our user can unlink the interlock file (the attacker in
+// testbin/attacker does), after which the next supervisor would lock a fresh
+// inode. The host lock beside it is a name, not a file: B must still wait.
+func TestLocalInterlockSurvivesUnlinkedFile(t *testing.T) {
+	t.Parallel()
+	interlockHoldsBack(t, func(state string) {
+		active, err := filepath.Glob(filepath.Join(state, "*", "*.active"))
+		require.NoError(t, err)
+		require.NotEmpty(t, active, "no interlock file to unlink in %s", state)
+		for _, f := range active {
+			require.NoError(t, os.Remove(f))
+		}
+	})
+}
+
+// interlockHoldsBack: A leads with a TERM-ignoring worker, tamper runs on the
+// state directory, B starts and waits, A's hold is killed and B's hold wins the room; B's worker
+// must start only after A's worker group was proven empty.
+func interlockHoldsBack(t *testing.T, tamper func(state string)) {
+	state := privateDir(t)
+	server := "file://" + state
 	room := createRoom(t, server)
 	flags := []string{"--server", server, "--ttl", "10", "--term-grace", "2s"}
 	a := startLocal(t, sc{worker: "--ignore-signals --child"}, "election", room, "agent-a", flags...)
 	a.waitEvent("leader", bound)
-	b := startLocal(t, sc{worker: "--term-exits --started-at {dir}/started"}, "election", room, "agent-b", flags...)
-	b.waitEvent("waiting", bound)
 	// The TERM-ignoring worker and its child are in their final state.
 	waitRecorded(t, a.dir+"/pids", 2)
+	tamper(state) // before B opens the interlock, as a worker would
+	b := startLocal(t, sc{worker: "--term-exits --started-at {dir}/started"}, "election", room, "agent-b", flags...)
+	b.waitEvent("waiting", bound)
 
 	killHold(t, a)
 	killed := time.Now()
@@ -634,20 +678,7 @@ func TestLocalSupervisorCrashKeepsInterlockUntilContained(t *testing.T) {
 
 	require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
 	killed := time.Now()
-	// lastAlive is taken before the read that still saw a process alive, so A's
-	// tree surely lived at that moment.
-	var lastAlive time.Time
-	deadline := time.Now().Add(bound)
-	for {
-		before := time.Now()
-		if len(aliveRecorded(aw)) == 0 {
-			break
-		}
-		lastAlive = before
-		require.True(t, before.Before(deadline), "A's worker tree outlived its supervisor by %v", bound)
-		time.Sleep(time.Millisecond)
-	}
-	require.False(t, lastAlive.IsZero())
+	lastAlive := lastSeenAlive(t, aw)
 
 	b.waitEvent("leader", bound)
 	started := workerStarted(t, b)
@@ -721,6 +752,29 @@ func TestLocalBadInputRefusedBeforeStart(t *testing.T) {
 						require.Empty(t, m, "a file was created for a refused name")
 					}
 				}})
+		}
+	}
+	{
+		// Issue 10 item 6: entries another user planted, or everyone may
+		// write, in a shared directory are refused with the path named.
+		shared := privateDir(t)
+		require.NoError(t, os.Chmod(shared, 0o770|os.ModeSetgid))
+		term := filepath.Join(shared, "term")
+		require.NoError(t, os.WriteFile(term, nil, 0o600))
+		require.NoError(t, os.Chmod(term, 0o666))
+		cases = append(cases, refusal{"world-writable term planted in a group-shared directory",
+			func(t *testing.T, w string) []string {
+				return []string{"election", "--server", "file://" + shared, "room", "c1", w}
+			}, term + " is writable by every user", nil})
+		if os.Geteuid() == 0 {
+			private := privateDir(t)
+			elections := filepath.Join(private, "elections")
+			require.NoError(t, os.Mkdir(elections, 0o700))
+			require.NoError(t, os.Chown(elections, 65534, 65534))
+			cases = append(cases, refusal{"elections planted by another user",
+				func(t *testing.T, w string) []string {
+					return []string{"election", "--server", "file://" + private, "room", "c1", w}
+				}, elections + " is owned by another user (uid 65534)", nil})
 		}
 	}
 	for _, c := range []struct{ kind, ttl, want string }{

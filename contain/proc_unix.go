@@ -33,10 +33,11 @@ const (
 	fdOut  = 4 // the child's stdout: hold -> event pipe, worker -> chosen output
 	fdErr  = 5 // the child's stderr
 	fdLeaf = 6 // shim, cgroup backend: the group's cgroup leaf directory
-	// guardian: the interlock file (Config.Interlock), kept open and never
-	// passed on, so the lock outlives a dead supervisor until the guardian
-	// has contained the run and exits.
+	// guardian: the interlock file (Config.Interlock) and its host lock
+	// (hostGate.shared), kept open and never passed on, so the locks outlive
+	// a dead supervisor until the guardian has contained the run and exits.
 	fdInterlock = 6
+	fdHostLock  = 7
 )
 
 // adoptInherited marks every inherited descriptor from 3 up close-on-exec. They

@@ -23,7 +23,7 @@ func Run(ctx context.Context, cfg RunConfig) int {
 	defer stopSignals()
 	say("containment: %s", cfg.Backend)
 
-	began := time.Now()
+	e := runEnd{code: ExitSoftware, began: time.Now()}
 	g, err := newJobGroup(groupWorker, platform.JobLimits{MaxProcesses: uint32(cfg.Backend.PidMax)})
 	if err != nil {
 		say("%v", err)
@@ -40,9 +40,8 @@ func Run(ctx context.Context, cfg RunConfig) int {
 	g.mu.Unlock()
 	if err != nil {
 		say("%v", err)
-		rep := g.teardown(time.Now(), cfg.ProofBound, cfg.Stderr)
-		rep.DurationMs = time.Since(began).Milliseconds()
-		return finishRun(cfg, ExitSoftware, false, rep)
+		e.stopped = time.Now()
+		return finishRun(cfg, e, g.teardown(time.Now(), cfg.ProofBound, cfg.Stderr))
 	}
 	var timeout <-chan time.Time
 	if cfg.Timeout > 0 {
@@ -50,11 +49,25 @@ func Run(ctx context.Context, cfg RunConfig) int {
 		defer t.Stop()
 		timeout = t.C
 	}
-	code, timedOut := ExitSoftware, false
+	// --until-empty: once the main process exited, the job's accounting is
+	// watched until no process is left in it.
+	var emptied chan error
+	waitCtx, stopWaiting := context.WithCancel(ctx)
+	defer stopWaiting()
 wait:
 	for {
 		select {
-		case code = <-exited:
+		case code := <-exited:
+			e.takeStatus(code)
+			if !cfg.UntilEmpty {
+				break wait
+			}
+			emptied = make(chan error, 1)
+			go func() { emptied <- g.job.WaitEmpty(waitCtx) }()
+		case err := <-emptied:
+			if err != nil {
+				say("waiting for the command's processes to finish: %v", err)
+			}
 			break wait
 		case s := <-sigs:
 			// The command decides what an interrupt means. Its group cannot
@@ -65,19 +78,20 @@ wait:
 			}
 		case <-timeout:
 			say("the command ran past --timeout %v; stopping it", cfg.Timeout)
-			timedOut = true
+			e.timedOut = true
 			break wait
 		case <-ctx.Done():
 			break wait
 		}
 	}
+	stopWaiting()
+	e.stopped = time.Now()
 	rep := g.teardown(time.Now().Add(cfg.Grace), cfg.ProofBound, cfg.Stderr)
-	if timedOut {
+	if !e.known {
 		// The main process died in the teardown: its status is the command's.
 		if c, ok := g.exitStatus(time.Second); ok {
-			code = c
+			e.takeStatus(c)
 		}
 	}
-	rep.DurationMs = time.Since(began).Milliseconds()
-	return finishRun(cfg, code, timedOut, rep)
+	return finishRun(cfg, e, rep)
 }

@@ -1,6 +1,7 @@
 package contain_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/octostore-supervisor/supervisor/platform"
 )
 
 // runCLI runs the supervisor to completion with args and env, no processes expected.
@@ -59,8 +62,8 @@ func TestA1A2UsageErrors(t *testing.T) {
 		{"lock with candidate", []string{"lock", "room", "agent", worker, "--", "/bin/true"}, "takes '-'"},
 		{"empty name", []string{"lock", "", "-", worker, "--", "/bin/true"}, "must not be empty"},
 		{"worker not executable", []string{"election", "room", "agent", notExec, "--", "/bin/true"}, "worker program is not executable: " + notExec},
-		{"worker missing", []string{"election", "room", "agent", dir + "/nope", "--", "/bin/true"}, "worker program is not executable"},
-		{"worker is a directory", []string{"election", "room", "agent", dir, "--", "/bin/true"}, "worker program is not executable"},
+		{"worker missing", []string{"election", "room", "agent", dir + "/nope", "--", "/bin/true"}, "worker program not found: " + dir + "/nope"},
+		{"worker is a directory", []string{"election", "room", "agent", dir, "--", "/bin/true"}, "worker program is a directory, not a program: " + dir},
 		{"hold missing", []string{"election", "room", "agent", worker, "--", dir + "/nohold"}, "hold command not found"},
 		{"unknown flag", []string{"election", "--frobnicate", "room", "agent", worker, "--", "/bin/true"}, "usage:"},
 	}
@@ -72,6 +75,86 @@ func TestA1A2UsageErrors(t *testing.T) {
 			require.Contains(t, errs, c.want)
 		})
 	}
+}
+
+// A worker the kernel would refuse at execve is refused with 64 before anything
+// starts, and the message says what is wrong: not found (in PATH, for a bare
+// name), a directory, no execute bit, no #! line and no native image, a #!
+// interpreter that is missing or a directory.
+func TestWorkerProgramChecks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, text string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(text), mode))
+		return p
+	}
+	noShebang := write("plain", "echo hi\n", 0o755)
+	missingInterp := write("missing-interp", "#!"+dir+"/no-such-shell -e\n", 0o755)
+	dirInterp := write("dir-interp", "#! "+dir+"\n", 0o755)
+	emptyInterp := write("empty-interp", "#!\n", 0o755)
+	write("relative", "#!/bin/sh\n", 0o755)
+	cwd, err := os.Getwd()
+	require.NoError(t, err)
+	rel, err := filepath.Rel(cwd, dir)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name, worker string
+		env          []string
+		want         string
+	}{
+		{"no #! line", noShebang, nil, "worker program is not executable: " + noShebang + ": not an ELF binary, and no #! line names an interpreter"},
+		{"interpreter missing", missingInterp, nil, "its #! interpreter " + dir + "/no-such-shell does not exist"},
+		{"interpreter is a directory", dirInterp, nil, "its #! interpreter " + dir + " is a directory"},
+		{"no interpreter", emptyInterp, nil, "its #! line names no interpreter"},
+		{"bare name not in PATH", "no-such-worker", []string{"PATH=" + dir}, "worker program not found in PATH: no-such-worker"},
+		{"bare name only through a relative PATH entry", "relative", []string{"PATH=" + rel}, "give its path (./relative)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			requireRefused(t, c.env, c.want, "election", "room", "agent", c.worker, "--", "/bin/true")
+		})
+	}
+}
+
+// A bare worker name is looked up in PATH as a shell would (issue 11: `... R
+// agent-a nginx` was refused as "not executable"), and the first diagnostic
+// names the file that runs.
+func TestWorkerFoundInPATH(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	require.NoError(t, os.Mkdir(bin, 0o755))
+	worker := filepath.Join(bin, "agent-worker")
+	script := fmt.Sprintf("#!/bin/sh\nexec '%s' --pidfile '%s/pids' --log '%s/log' --term-exits\n", bins.esc, dir, dir)
+	require.NoError(t, os.WriteFile(worker, []byte(script), 0o755))
+	args := []string{"election"}
+	if testContainment != "" {
+		args = append(args, "--containment", testContainment)
+	}
+	args = append(args, "room", "agent", "agent-worker", "--", bins.hold, "--pidfile", dir+"/hold.pids",
+		"emit:leader,term=1,budget=60000", "waitfile:"+dir+"/log", "exit:0")
+	cmd := exec.Command(bins.sup, args...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+dir, "PATH="+bin+":/usr/bin:/bin")
+	r := launch(t, &run{t: t, dir: dir, cmd: cmd, out: newLines(), errb: &syncBuf{}, done: make(chan struct{}), code: -1,
+		gsess: make(chan platform.Proc, 1)})
+	code := r.wait(bound)
+	require.NotEqual(t, 64, code, r.stderr())
+	first, _, _ := strings.Cut(r.stderr(), "\n")
+	require.Equal(t, "octostore-supervisor: worker program agent-worker is "+worker+" (found in PATH)", first)
+	log, err := os.ReadFile(filepath.Join(dir, "log"))
+	require.NoError(t, err, "the worker never ran")
+	require.Contains(t, string(log), "started")
+}
+
+// requireRefused runs the supervisor with args and requires a usage error (64)
+// whose stderr contains want, with nothing on stdout and nothing started.
+func requireRefused(t *testing.T, env []string, want string, args ...string) {
+	t.Helper()
+	code, out, errs := runCLI(t, env, args...)
+	require.Equal(t, 64, code, errs)
+	require.Empty(t, out)
+	require.Contains(t, errs, want)
+	require.NotContains(t, errs, "containment:", "nothing may start")
 }
 
 // A3: --check-dependencies always succeeds for one static binary; extra words are
@@ -144,4 +227,31 @@ func TestVersionAndHelp(t *testing.T) {
 	code, out, _ = runCLI(t, nil, "--help")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "Exit codes")
+}
+
+// An explicit --cgroup-parent must be delegated to us - ours by ownership and
+// writable by mode - even as root, for whom access(2) allows every write: a
+// subtree chowned to another user is that user's, and is refused with 64
+// (issue 10). The same parent, ours, runs the command.
+func TestCgroupParentMustBeDelegated(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		owner int
+		code  int
+		want  string
+	}{
+		{"ours", 0, 0, ""},
+		{"another user's", nobody, 64, "is owned by uid 65534, not by us (uid 0): not delegated to us"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			parent := newCgroupParent(t)
+			for _, p := range []string{parent, parent + "/cgroup.procs", parent + "/cgroup.subtree_control"} {
+				require.NoError(t, os.Chown(p, c.owner, c.owner))
+			}
+			code, _, errs := runCLI(t, nil, "run", "--containment", "cgroup", "--cgroup-parent", parent, "--", "/bin/true")
+			require.Equal(t, c.code, code, errs)
+			require.Contains(t, errs, c.want)
+		})
+	}
 }

@@ -53,7 +53,7 @@ type guardianHost struct {
 // openHost starts the guardian with the hold's event pipe and the worker's
 // output. The host is returned even on error once the guardian started, so the
 // caller can still contain whatever it began.
-func openHost(cfg Config, events, workerOut *os.File) (host, error) {
+func openHost(cfg Config, events, workerOut *os.File, keep []*os.File) (host, error) {
 	h := &guardianHost{cfg: cfg, backstopFired: make(chan struct{}, 1), lostCh: make(chan string, 1)}
 	var err error
 	if h.backstop, err = platform.NewContinuousTimer(); err != nil {
@@ -67,7 +67,7 @@ func openHost(cfg Config, events, workerOut *os.File) (host, error) {
 	h.link, h.runName, err = launchGuardian(msg{Argv: cfg.Hold, Env: cfg.Env,
 		WorkerArgv: []string{cfg.Worker}, WorkerEnv: workerEnv(cfg.Env), Isolation: &cfg.Isolation,
 		Backend: &cfg.Backend, GraceMs: cfg.Grace.Milliseconds(), ProofMs: cfg.ProofBound.Milliseconds()},
-		events, workerOut, cfg.Interlock)
+		events, workerOut, keep)
 	if h.link == nil {
 		h.backstop.Close()
 		return nil, err
@@ -173,17 +173,25 @@ func fallbackSweeper(b Backend, name string) *sweeper {
 
 // startupSweepBound keeps a start from waiting out the full proof bound on an
 // abandoned run that cannot be emptied (a task stuck in uninterruptible sleep):
-// such a run is reported and left to `sweep`, which waits the full bound.
+// such a run is marked, said once and left to `sweep`, which waits the full
+// bound; later starts only look whether it has emptied since.
 const startupSweepBound = 200 * time.Millisecond
 
 // sweepStale cleans up after supervisors that died with their guardians.
 func sweepStale(b Backend, _ time.Duration, diag io.Writer) {
-	runs, err := SweepStale(b, false, startupSweepBound)
+	runs, err := sweepRuns(b, sweepStartup, startupSweepBound)
 	if err != nil {
 		fmt.Fprintf(diag, "octostore-supervisor: sweeping abandoned runs: %v\n", err)
 	}
 	for _, s := range runs {
-		fmt.Fprintf(diag, "octostore-supervisor: swept abandoned run %s: %d processes, proven empty %v, removed %v\n", s.Dir, s.Processes, s.ProvenEmpty, s.Removed)
+		switch {
+		case s.ProvenEmpty:
+			fmt.Fprintf(diag, "octostore-supervisor: swept abandoned run %s: %d processes, proven empty true, removed %v\n", s.Dir, s.Processes, s.Removed)
+		case s.MarkErr != "":
+			fmt.Fprintf(diag, "octostore-supervisor: abandoned run %s still holds %d processes after cgroup.kill and could not be marked (%s), so every start tries it again; `octostore-supervisor sweep` waits for it and names what is left\n", s.Dir, s.Processes, s.MarkErr)
+		case s.UnprovenSince != "":
+			fmt.Fprintf(diag, "octostore-supervisor: abandoned run %s still holds %d processes after cgroup.kill (stuck in the kernel?); starts no longer wait for it: `octostore-supervisor sweep` waits for it and names what is left, `octostore-supervisor doctor` lists such runs\n", s.Dir, s.Processes)
+		}
 	}
 }
 
@@ -191,7 +199,7 @@ func sweepStale(b Backend, _ time.Duration, diag io.Writer) {
 // hold's event pipe (write end), where the worker's output goes, and init. The
 // returned link is live even on error when the guardian started, so the caller
 // can still contain whatever it began.
-func launchGuardian(init msg, events, workerOut, interlock *os.File) (*link, string, error) {
+func launchGuardian(init msg, events, workerOut *os.File, keep []*os.File) (*link, string, error) {
 	mine, theirs, err := socketpair()
 	if err != nil {
 		return nil, "", err
@@ -209,9 +217,7 @@ func launchGuardian(init msg, events, workerOut, interlock *os.File) (*link, str
 	reaper(&l.mu, l.onReapedLocked)
 	l.mu.Lock() // registered before the reaper can see it exit
 	files := []*os.File{devnull, devnull, os.Stderr, theirs, events, workerOut}
-	if interlock != nil {
-		files = append(files, interlock) // fdInterlock
-	}
+	files = append(files, keep...) // fdInterlock onwards
 	l.pid, err = startHelper(GuardianArg, files, true)
 	l.mu.Unlock()
 	if err != nil {

@@ -26,17 +26,7 @@ func TestSurvivorWithholdsTerminalLineAndRelease(t *testing.T) {
 		hold:   []string{"--stamps", "{dir}/stamps", "emit:leader,term=6,budget=60000"},
 	})
 	r.waitEvent("leader", 5*time.Second)
-	waitRecorded(t, r.dir+"/pids", 2)
-	var child recorded
-	for _, rec := range pidsIn(r.dir + "/pids") {
-		if rec.role == "child" {
-			child = rec
-		}
-	}
-	require.NotZero(t, child.pid)
-	require.NoError(t, os.WriteFile(filepath.Join(freezer, "cgroup.procs"), []byte(strconv.Itoa(child.pid)), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(freezer, "freezer.state"), []byte("FROZEN"), 0o644))
-	waitFreezerState(t, freezer, "FROZEN")
+	child := freezeChild(t, freezer, r.dir)
 
 	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, 70, r.wait(bound))
@@ -50,6 +40,25 @@ func TestSurvivorWithholdsTerminalLineAndRelease(t *testing.T) {
 	// Thaw: the pending SIGKILL takes effect and the harness proves it dead.
 	require.NoError(t, os.WriteFile(filepath.Join(freezer, "freezer.state"), []byte("THAWED"), 0o644))
 	requireAllDeadWithin(t, r.dir, 5*time.Second)
+}
+
+// freezeChild freezes the "child" process the escaper worker of dir
+// recorded (its worker and child both recorded first): a process that ignores
+// SIGKILL until it is thawed.
+func freezeChild(t *testing.T, freezer, dir string) recorded {
+	t.Helper()
+	waitRecorded(t, dir+"/pids", 2)
+	var child recorded
+	for _, rec := range pidsIn(dir + "/pids") {
+		if rec.role == "child" {
+			child = rec
+		}
+	}
+	require.NotZero(t, child.pid)
+	require.NoError(t, os.WriteFile(filepath.Join(freezer, "cgroup.procs"), []byte(strconv.Itoa(child.pid)), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(freezer, "freezer.state"), []byte("FROZEN"), 0o644))
+	waitFreezerState(t, freezer, "FROZEN")
+	return child
 }
 
 // freezerCgroup creates a cgroup v1 freezer child (found through mountinfo).
@@ -109,16 +118,7 @@ func TestMomentarilyFrozenMemberIsWaitedFor(t *testing.T) {
 				hold:   []string{"emit:leader,term=6,budget=60000", "waitfile:{dir}/go", "emit:lost,term=6"},
 			})
 			r.waitEvent("leader", 5*time.Second)
-			waitRecorded(t, r.dir+"/pids", 2)
-			var child recorded
-			for _, rec := range pidsIn(r.dir + "/pids") {
-				if rec.role == "child" {
-					child = rec
-				}
-			}
-			require.NoError(t, os.WriteFile(filepath.Join(freezer, "cgroup.procs"), []byte(strconv.Itoa(child.pid)), 0o644))
-			require.NoError(t, os.WriteFile(filepath.Join(freezer, "freezer.state"), []byte("FROZEN"), 0o644))
-			waitFreezerState(t, freezer, "FROZEN")
+			freezeChild(t, freezer, r.dir)
 			require.NoError(t, os.WriteFile(filepath.Join(r.dir, "go"), nil, 0o644))
 			time.Sleep(2500 * time.Millisecond) // past the 1 s grace: the kill is pending
 			require.Equal(t, []string{"leader"}, r.events(), "lost before the frozen member was gone")

@@ -178,12 +178,12 @@ func (s *sweeper) terminate(root int, skip []int, termUntil time.Time, proofBoun
 	named := map[int]bool{}
 	for _, p := range live {
 		named[p.Pid] = true
-		rep.Survivors = append(rep.Survivors, Survivor{Pid: p.Pid, State: string(p.State), Command: commandOf(p)})
+		rep.Survivors = append(rep.Survivors, Survivor{Pid: p.Pid, Start: p.StartTicks, State: string(p.State), Command: commandOf(p)})
 	}
 	if !containerEmpty && s.members != nil {
 		for _, pid := range s.members() {
 			if p, err := s.r.Stat(pid); err == nil && !named[pid] {
-				rep.Survivors = append(rep.Survivors, Survivor{Pid: pid, State: string(p.State), Command: commandOf(p)})
+				rep.Survivors = append(rep.Survivors, Survivor{Pid: pid, Start: p.StartTicks, State: string(p.State), Command: commandOf(p)})
 			}
 		}
 	}

@@ -43,6 +43,7 @@ type msg struct {
 	Code   int     `json:"code"`
 	Signal int     `json:"signal,omitempty"`
 	Report *Report `json:"report,omitempty"`
+	Live   int     `json:"live,omitempty"` // probe reply: processes still running in the group
 }
 
 // Operations.
@@ -57,6 +58,7 @@ const (
 	opExited  = "exited"  // a group's main process ended (notification)
 	opExpired = "expired" // the armed deadline fired; the worker group was contained (notification)
 	opSignal  = "signal"  // run: forward a signal to every member of the worker group
+	opProbe   = "probe"   // run --until-empty: how many processes of a group still run
 )
 
 // conn is a JSON-lines channel. Writes are serialised; reads happen on one goroutine.

@@ -53,7 +53,17 @@ type ElectionHold struct {
 	// Out receives the JSONL events, Diag the "octostore: …" diagnostics.
 	Out  io.Writer
 	Diag io.Writer
+	// DefaultServer: Client's server is the hosted default, named by neither
+	// --server nor OCTOSTORE_URL (ServerDefaulted). Repeated transport errors
+	// then add one hint on Diag that it cannot be reached and that --server
+	// local serves contenders on one machine: offline, the hold would
+	// otherwise wait quietly forever.
+	DefaultServer bool
 }
+
+// unreachableHintAfter is how many transport errors before authority, against
+// the default server, precede the hint (with the backoff, about 1.5 s).
+const unreachableHintAfter = 3
 
 // outcome of a bounded request or wait.
 type outcome int
@@ -71,6 +81,8 @@ type runState struct {
 	signals <-chan os.Signal
 	em      *emitter
 	sig     os.Signal // the signal that ended a wait or request
+	// transportErrors counts the campaign's transport errors (unreachableHint).
+	transportErrors int
 }
 
 // Run executes the hold and returns the exit status (§9): 11, 20, 64, 70, 130
@@ -98,6 +110,20 @@ func (h *ElectionHold) Run(ctx context.Context, signals <-chan os.Signal) int {
 }
 
 func (r *runState) diag(f *Failure) { fmt.Fprintf(r.h.Diag, "octostore: %s\n", f.Diagnostic()) }
+
+// unreachableHint counts a campaign's transport errors and, at the
+// unreachableHintAfter-th against the default server, says once why the hold
+// keeps waiting and what serves one machine without a network.
+func (r *runState) unreachableHint(f *Failure) {
+	if f.Code != CodeTransportError {
+		return
+	}
+	r.transportErrors++
+	if r.h.DefaultServer && r.transportErrors == unreachableHintAfter {
+		fmt.Fprintf(r.h.Diag, "octostore: cannot reach the default hosted authority %s (%d attempts failed); still retrying. For contenders on one machine use --server local\n",
+			r.h.Client.Server().URL, r.transportErrors)
+	}
+}
 
 func (r *runState) signalExit() int {
 	if r.sig == syscall.SIGTERM {
@@ -362,6 +388,7 @@ func (r *runState) run() (int, error) {
 			delay, reason = GuidedWaitDelay(cr.RetryAfterMS, h.Jitter()), ReasonFollower
 		case f.RetryableBeforeAcquire():
 			r.diag(f)
+			r.unreachableHint(f)
 			delay, reason = WaitDelay(f, attempt, h.Jitter()), f.Code
 		default:
 			r.diag(f)

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/octostore-supervisor/supervisor/internal/procid"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
@@ -29,7 +30,8 @@ import (
 // Layout of a state directory:
 //
 //	term                         the fencing counter (20 digits + "\n"), fsynced
-//	elections/<escaped>.lock     flocked by the leader of that room
+//	elections/<escaped>.lock     flocked by the leader of that room; holds the
+//	                             last term issued for the room (as term does)
 //	elections/<escaped>.holder   JSON record of the leader, for status and watch
 //	locks/<escaped>.lock         likewise for locks
 //	locks/<escaped>.holder
@@ -67,6 +69,11 @@ var (
 	ErrLocalName     = errors.New("invalid local authority name")
 )
 
+// ErrTermRewound means the fencing counter reads less than a term the store
+// already recorded as issued: someone rewound it (or restored an old copy).
+// Handing out the next value would repeat a term, so acquisition fails.
+var ErrTermRewound = errors.New("the fencing counter was rewound")
+
 // errLocalLost marks a proof that the lock is no longer ours.
 var errLocalLost = errors.New("local lock is no longer held")
 
@@ -92,6 +99,7 @@ type LocalStore struct {
 	root   *os.Root
 	self   *os.File // the directory itself, for fsync after creating files
 
+	entries           entryRules // whose entries the directory may hold
 	fileMode, dirMode fs.FileMode
 }
 
@@ -102,7 +110,10 @@ type LocalStore struct {
 // must exist and may be group-shared. A symlink, a directory others may write
 // to (world-writable without the sticky bit; for "local" also group-writable),
 // one owned by another user (for "local"), or one on a network file system
-// (NFS, SMB/CIFS, sshfs) is refused with a one-line *UsageError (exit 64).
+// (NFS, SMB/CIFS, sshfs) is refused with a one-line *UsageError (exit 64), as
+// are existing entries someone else could have planted or may change (see
+// entryRules: only a group-writable, not world-writable file: directory
+// shares its entries with its group).
 // env supplies the environment (os.LookupEnv in production). The caller must
 // Close the store.
 func OpenLocalStore(raw string, env LookupEnv) (*LocalStore, error) {
@@ -159,11 +170,11 @@ func stateDirErrorCause(cause error, format string, args ...any) error {
 }
 
 func openLocalStore(dir, server string, shared bool) (*LocalStore, error) {
-	st := &LocalStore{dir: dir, server: server, shared: shared, fileMode: 0o600, dirMode: 0o700}
-	if shared {
-		st.fileMode, st.dirMode = 0o660, 0o770
-	} else if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, stateDirErrorCause(err, "could not create local state directory %s: %s", dir, osErrorText(err))
+	st := &LocalStore{dir: dir, server: server, shared: shared}
+	if !shared {
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, stateDirErrorCause(err, "could not create local state directory %s: %s", dir, osErrorText(err))
+		}
 	}
 	lfi, err := os.Lstat(dir)
 	if err != nil {
@@ -211,10 +222,18 @@ func openLocalStore(dir, server string, shared bool) (*LocalStore, error) {
 	if err := checkReliableLocks(self, dir); err != nil {
 		return fail(err)
 	}
+	st.entries = entryRulesFor(fi, shared)
+	st.fileMode, st.dirMode = 0o600, 0o700
+	if st.entries.groupShared() {
+		st.fileMode, st.dirMode = 0o660, 0o770
+	}
 	for _, sub := range []string{localElections, localLocks} {
 		if err := st.ensureSubdir(sub); err != nil {
 			return fail(err)
 		}
+	}
+	if err := st.checkExisting(localTermFile); err != nil {
+		return fail(err)
 	}
 	return st, nil
 }
@@ -243,6 +262,38 @@ func (s *LocalStore) ensureSubdir(sub string) error {
 	}
 	if !fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0 {
 		return stateDirError("%s in the local state directory is not a plain directory", s.join(sub))
+	}
+	return s.entries.check(s.join(sub), fi)
+}
+
+// checkExisting judges the entry rel if it exists (entryRules).
+func (s *LocalStore) checkExisting(rel string) error {
+	fi, err := s.root.Lstat(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return stateDirErrorCause(err, "could not inspect %s: %s", s.join(rel), osErrorText(err))
+	}
+	return s.entries.check(s.join(rel), fi)
+}
+
+// CheckName judges the existing files of kind/name by entryRules, so that a
+// planted lock, holder record or interlock is refused (*UsageError, exit 64)
+// before anything starts.
+func (s *LocalStore) CheckName(kind Kind, name string) error {
+	esc, err := escapeLocalName(name)
+	if err != nil {
+		return err
+	}
+	return s.checkNameEntries(pathsFor(kind, esc))
+}
+
+func (s *LocalStore) checkNameEntries(p localPaths) error {
+	for _, rel := range []string{p.lock, p.record, p.interlock} {
+		if err := s.checkExisting(rel); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -387,7 +438,24 @@ func (s *LocalStore) createOrOpen(rel string, flag int) (*os.File, error) {
 	if !errors.Is(err, fs.ErrExist) {
 		return nil, err
 	}
-	return s.root.OpenFile(rel, flag, 0)
+	return s.openExisting(rel, flag)
+}
+
+// openExisting opens rel and judges what it opened (entryRules).
+func (s *LocalStore) openExisting(rel string, flag int) (*os.File, error) {
+	f, err := s.root.OpenFile(rel, flag, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = s.entries.check(s.join(rel), fi)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // termWidth is the fixed width of the counter, so every update overwrites
@@ -398,8 +466,11 @@ const termWidth = 20
 // fsyncs it, so terms strictly increase across holders, elections and locks
 // alike, and restarts. The lock is polled (not waited for) so stop can end
 // the attempt. A counter that is not exactly what we write is corrupt: we
-// fail rather than restart from zero.
-func (s *LocalStore) bumpTerm(stop <-chan struct{}) (uint64, error) {
+// fail rather than restart from zero. issued is the name's lock file, where
+// every holder copies its term: the counter must not be below it nor below
+// any holder record's term (ErrTermRewound), since every term recorded was
+// taken from the counter first.
+func (s *LocalStore) bumpTerm(stop <-chan struct{}, issued *os.File, issuedRel string) (uint64, error) {
 	f, err := s.createOrOpen(localTermFile, os.O_RDWR)
 	if err != nil {
 		return 0, fmt.Errorf("open term counter %s: %w", s.join(localTermFile), err)
@@ -423,11 +494,14 @@ func (s *LocalStore) bumpTerm(stop <-chan struct{}) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("term counter %s: %w", s.join(localTermFile), err)
 	}
+	if err := s.checkNotRewound(cur, issued, issuedRel); err != nil {
+		return 0, err
+	}
 	if cur == math.MaxUint64 {
 		return 0, fmt.Errorf("term counter %s is exhausted", s.join(localTermFile))
 	}
 	next := cur + 1
-	if _, err := f.WriteAt([]byte(fmt.Sprintf("%0*d\n", termWidth, next)), 0); err != nil {
+	if err := writeTerm(f, next); err != nil {
 		return 0, fmt.Errorf("write term counter %s: %w", s.join(localTermFile), err)
 	}
 	if err := f.Sync(); err != nil {
@@ -435,6 +509,48 @@ func (s *LocalStore) bumpTerm(stop <-chan struct{}) (uint64, error) {
 	}
 	// Closing f releases the lock.
 	return next, nil
+}
+
+// checkNotRewound compares the counter with the terms the store recorded as
+// issued: the name's lock file and every holder record.
+func (s *LocalStore) checkNotRewound(cur uint64, issued *os.File, issuedRel string) error {
+	hi, where := uint64(0), ""
+	last, err := readTerm(issued)
+	if err != nil {
+		return fmt.Errorf("last issued term in %s: %w", s.join(issuedRel), err)
+	}
+	if last > hi {
+		hi, where = last, s.join(issuedRel)
+	}
+	for _, sub := range []string{localElections, localLocks} {
+		names, err := fs.Glob(s.root.FS(), sub+"/*.holder")
+		if err != nil {
+			return err
+		}
+		for _, rel := range names {
+			rec, err := s.readRecord(rel)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // released meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			if rec.Term > hi {
+				hi, where = rec.Term, s.join(rel)
+			}
+		}
+	}
+	if hi > cur {
+		return fmt.Errorf("%w: term counter %s reads %d, but term %d was already issued (recorded in %s); refusing to hand out a stale fencing term",
+			ErrTermRewound, s.join(localTermFile), cur, hi, where)
+	}
+	return nil
+}
+
+// writeTerm overwrites the counter format at the start of f.
+func writeTerm(f *os.File, v uint64) error {
+	_, err := f.WriteAt([]byte(fmt.Sprintf("%0*d\n", termWidth, v)), 0)
+	return err
 }
 
 func readTerm(f *os.File) (uint64, error) {
@@ -470,18 +586,30 @@ func (s *LocalStore) peekTerm() (uint64, bool) {
 // localRecord describes the holder of one name, for status and watch, and
 // lets a holder notice that someone else now claims the name.
 type localRecord struct {
-	Kind        string    `json:"kind"`
-	Name        string    `json:"name"`
-	CandidateID *string   `json:"candidate_id,omitempty"`
-	Term        uint64    `json:"term"`
-	PID         int       `json:"pid"`
-	Holder      string    `json:"holder_id"` // random per acquisition: tells two holds of one process apart
-	AcquiredAt  time.Time `json:"acquired_at"`
-	ExpiresAt   time.Time `json:"expires_at"`
+	Kind        string  `json:"kind"`
+	Name        string  `json:"name"`
+	CandidateID *string `json:"candidate_id,omitempty"`
+	Term        uint64  `json:"term"`
+	PID         int     `json:"pid"`
+	// Start is the holding process's start time (procid.ID): with PID it tells
+	// the holder from a later process that reuses its pid. Records written
+	// before it was kept lack it, and then the pid alone is judged.
+	Start      uint64    `json:"start,omitempty"`
+	Holder     string    `json:"holder_id"` // random per acquisition: tells two holds of one process apart
+	AcquiredAt time.Time `json:"acquired_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
 }
 
+// holderProcess names the process that wrote the record.
+func (rec localRecord) holderProcess() procid.ID { return procid.ID{Pid: rec.PID, Start: rec.Start} }
+
 func (s *LocalStore) readRecord(rel string) (localRecord, error) {
-	b, err := s.root.ReadFile(rel)
+	f, err := s.openExisting(rel, os.O_RDONLY)
+	if err != nil {
+		return localRecord{}, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	f.Close()
 	if err != nil {
 		return localRecord{}, err
 	}
@@ -500,22 +628,34 @@ func (s *LocalStore) writeRecord(p localPaths, rec localRecord) error {
 	if err != nil {
 		return err
 	}
-	f, err := s.root.OpenFile(p.tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, s.fileMode)
+	return s.writeReplace(p.tmp, p.record, b, false)
+}
+
+// writeReplace writes b to tmp and renames it over rel, so a reader sees the
+// old content or the new, never a mixture; durable also fsyncs the file and
+// the directory.
+func (s *LocalStore) writeReplace(tmp, rel string, b []byte, durable bool) error {
+	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, s.fileMode)
 	if err != nil {
 		return err
 	}
-	if err := chmodCreated(f, s.fileMode); err != nil {
-		f.Close()
-		return err
+	err = chmodCreated(f, s.fileMode)
+	if err == nil {
+		_, err = f.Write(b)
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
+	if err == nil && durable {
+		err = f.Sync()
 	}
-	if err := f.Close(); err != nil {
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return s.replaceFile(p.tmp, p.record)
+	if err == nil {
+		err = s.replaceFile(tmp, rel)
+	}
+	if err == nil && durable {
+		err = syncDir(s.self)
+	}
+	return err
 }
 
 func newHolderID() (string, error) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/octostore-supervisor/supervisor/events"
+	"github.com/octostore-supervisor/supervisor/internal/procid"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
@@ -101,6 +102,7 @@ type localRun struct {
 	em      *emitter
 	paths   localPaths
 	holder  string
+	self    procid.ID // this process, as the holder record names it
 }
 
 // diag prints one stderr line; paths with control characters stay one line.
@@ -130,11 +132,19 @@ func (r *localRun) start(ctx context.Context, signals <-chan os.Signal) int {
 		ek = events.Lock
 	}
 	r.ctx, r.signals, r.paths = ctx, signals, pathsFor(r.kind, esc)
+	if err := r.store.checkNameEntries(r.paths); err != nil {
+		r.diag("%v", err)
+		return ExitUsage
+	}
 	r.em = &emitter{out: r.out, clock: r.clock, kind: ek, name: r.name, server: r.store.Server(), candidate: r.candidate}
 	if r.holder, err = newHolderID(); err != nil {
 		r.diag("%v", err)
 		return ExitSoftware
 	}
+	// Without a start time (an OS procid cannot read it on) the record names
+	// the pid alone, as records always did.
+	r.self, _ = procid.Self()
+	r.self.Pid = os.Getpid()
 	code, err := r.run()
 	if err != nil {
 		// Only clock failures get here (unsupported OS clock, overflow).
@@ -260,11 +270,13 @@ const (
 // the record names a previous holder that is still alive and whose lease has
 // not expired: then the lock file was deleted or replaced under that holder,
 // which keeps believing it leads until its next renewal, so we must not lead
-// before its lease is over. (A holder that died left a dead pid: immediate
-// hand-over.)
+// before its lease is over. (A holder that died is dead by procid's test — a
+// zombie not yet reaped by a slow PID 1, or a pid now reused by another
+// process, included: immediate hand-over.)
 func (r *localRun) tryAcquire() (*os.File, acquireState, error) {
 	for range 3 {
-		f, err := r.store.createOrOpen(r.paths.lock, os.O_RDONLY)
+		// Read-write: the holder copies its term into the lock file.
+		f, err := r.store.createOrOpen(r.paths.lock, os.O_RDWR)
 		if err != nil {
 			return nil, acquireBusy, fmt.Errorf("open %s: %w", r.store.join(r.paths.lock), err)
 		}
@@ -288,7 +300,7 @@ func (r *localRun) tryAcquire() (*os.File, acquireState, error) {
 			continue
 		}
 		rec, err := r.store.readRecord(r.paths.record)
-		if err == nil && rec.Holder != r.holder && processAlive(rec.PID) && rec.ExpiresAt.After(r.clock.Wall()) {
+		if err == nil && rec.Holder != r.holder && rec.holderProcess().Alive() && rec.ExpiresAt.After(r.clock.Wall()) {
 			f.Close()
 			return nil, acquireDeferred, nil
 		}
@@ -358,7 +370,7 @@ func (e *lostError) Unwrap() error { return errLocalLost }
 func (r *localRun) record(term uint64, acquired, expires time.Time) localRecord {
 	return localRecord{
 		Kind: r.kind.String(), Name: r.name, CandidateID: r.candidate, Term: term,
-		PID: os.Getpid(), Holder: r.holder, AcquiredAt: acquired.UTC(), ExpiresAt: expires.UTC(),
+		PID: r.self.Pid, Start: r.self.Start, Holder: r.holder, AcquiredAt: acquired.UTC(), ExpiresAt: expires.UTC(),
 	}
 }
 
@@ -426,10 +438,15 @@ func (r *localRun) run() (int, error) {
 				state = st
 				return nil, err
 			}
-			t, err := r.store.bumpTerm(stop)
+			t, err := r.store.bumpTerm(stop, f, r.paths.lock)
 			if err != nil {
 				f.Close()
 				return nil, err
+			}
+			// Not fsynced: the counter, synced first, is never below it.
+			if err := writeTerm(f, t); err != nil {
+				f.Close()
+				return nil, fmt.Errorf("write %s: %w", r.store.join(r.paths.lock), err)
 			}
 			now := clock.Wall()
 			rc := r.record(t, now, now.Add(r.ttl))

@@ -751,3 +751,52 @@ func (c *localChild) exited(t *testing.T) *os.ProcessState {
 	require.NotNil(t, c.cmd.ProcessState)
 	return c.cmd.ProcessState
 }
+
+// Issue 10 item 6: a worker running as the holder's user rewinds the fencing
+// counter. Every holder copies its term into the name's lock file and every
+// live or dead holder's record keeps its term, so a counter below either is
+// refused with ErrTermRewound instead of repeating a term.
+func TestLocalRewoundTermRefused(t *testing.T) {
+	s, _ := newLocalStore(t)
+	termFile := filepath.Join(s.Dir(), "term")
+	rewind := func(to uint64) {
+		t.Helper()
+		require.NoError(t, os.WriteFile(termFile, []byte(fmt.Sprintf("%020d\n", to)), 0o600))
+	}
+
+	// After a clean release: the room's lock file remembers its last term.
+	h := startLocalElection(t, s, "rw", "agent-a")
+	t1, _ := h.authority()
+	h.sigs <- os.Interrupt
+	h.expect(events.Released, ReasonSignal)
+	h.exit()
+	rewind(t1 - 1)
+	h = startLocalElection(t, s, "rw", "agent-a")
+	h.expect(events.Error, CodeInternalError)
+	require.Equal(t, ExitSoftware, h.exit())
+	require.Contains(t, h.diag.String(), "fencing counter was rewound")
+	require.Contains(t, h.diag.String(), filepath.Join("elections", "rw.lock"))
+
+	// While another name is held: its holder record names the higher term.
+	rewind(t1)
+	held := startLocalLock(t, s, "held")
+	t2, _ := held.authority()
+	require.Greater(t, t2, t1)
+	rewind(t2 - 1)
+	h = startLocalElection(t, s, "other", "agent-a")
+	h.expect(events.Error, CodeInternalError)
+	require.Equal(t, ExitSoftware, h.exit())
+	require.Contains(t, h.diag.String(), fmt.Sprintf("term %d was already issued", t2))
+	require.Contains(t, h.diag.String(), filepath.Join("locks", "held.holder"))
+
+	// Put right, the counter hands out a term above every recorded one.
+	rewind(t2)
+	h = startLocalElection(t, s, "other", "agent-a")
+	t3, _ := h.authority()
+	require.Equal(t, t2+1, t3)
+	for _, x := range []*localHold{h, held} {
+		x.sigs <- os.Interrupt
+		x.expect(events.Released, ReasonSignal)
+		x.exit()
+	}
+}

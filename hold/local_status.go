@@ -73,7 +73,7 @@ func (s *LocalStore) Status(kind Kind, name string) (LocalStatus, error) {
 	}
 	if st.Held {
 		rec, err := s.readRecord(p.record)
-		if err == nil && rec.Kind == kind.String() && rec.Name == name && processAlive(rec.PID) {
+		if err == nil && rec.Kind == kind.String() && rec.Name == name && rec.holderProcess().Alive() {
 			h := &LocalHolder{HolderID: rec.Holder, Term: rec.Term, PID: rec.PID, AcquiredAt: rec.AcquiredAt, ExpiresAt: rec.ExpiresAt}
 			if rec.CandidateID != nil {
 				h.CandidateID = *rec.CandidateID

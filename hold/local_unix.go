@@ -90,17 +90,6 @@ func fileLinks(f *os.File) (uint64, error) {
 	return uint64(st.Nlink), nil
 }
 
-// processAlive reports whether pid may still be running: signal 0 succeeds,
-// or fails only for lack of permission (another user's process). A zombie
-// counts as alive until its parent reaps it.
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := unix.Kill(pid, 0)
-	return err == nil || errors.Is(err, unix.EPERM)
-}
-
 // syncDir makes created entries durable. A few file systems cannot fsync a
 // directory (EINVAL); they have nothing to make durable that way.
 func syncDir(d *os.File) error {
@@ -123,3 +112,54 @@ func (s *LocalStore) removeFile(rel string) error { return s.root.Remove(rel) }
 
 // replaceFile renames from over to, atomically.
 func (s *LocalStore) replaceFile(from, to string) error { return s.root.Rename(from, to) }
+
+// entryRules say whose entries a state directory may contain. A file:///
+// directory that is setgid, group-writable and not world-writable is *shared
+// with its group* (the README's chmod 2770): every entry created in it gets
+// the directory's group, so its entries may belong to any member and be
+// group-writable when their group is the directory's. Any other directory —
+// "local", a private file:/// directory, a group-writable one without setgid
+// (whose entries would carry each creator's own group), or a sticky
+// world-writable one where anybody could plant an entry — shares nothing: its
+// entries must belong to this user (or root) and be writable by nobody else.
+// No entry anywhere may be world-writable.
+type entryRules struct {
+	shareGID int // the directory's group when shared with it; -1 otherwise
+}
+
+func entryRulesFor(dir fs.FileInfo, shared bool) entryRules {
+	st, ok := dir.Sys().(*syscall.Stat_t)
+	if !ok {
+		return entryRules{shareGID: -1}
+	}
+	perm := uint32(st.Mode) & 0o7777
+	if !shared || perm&unix.S_ISGID == 0 || perm&0o020 == 0 || perm&0o002 != 0 {
+		return entryRules{shareGID: -1}
+	}
+	return entryRules{shareGID: int(st.Gid)}
+}
+
+func (e entryRules) groupShared() bool { return e.shareGID >= 0 }
+
+// check judges one existing entry (lstat or fstat of it); path names it in
+// the refusal.
+func (e entryRules) check(path string, fi fs.FileInfo) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return stateDirError("could not read the owner of %s", path)
+	}
+	perm := uint32(st.Mode) & 0o777
+	switch {
+	case perm&0o002 != 0:
+		return stateDirError("%s is writable by every user (mode %04o); refusing it (chmod o-w it, or remove it if you did not create it)", path, perm)
+	case e.groupShared() && perm&0o020 != 0 && int(st.Gid) != e.shareGID:
+		return stateDirError("%s is writable by group %d, not by the state directory's group %d; refusing it", path, st.Gid, e.shareGID)
+	case e.groupShared():
+		return nil
+	case st.Uid != 0 && int(st.Uid) != os.Geteuid():
+		return stateDirError("%s is owned by another user (uid %d) in a state directory not shared with a group; refusing it (share the directory with chmod 2770, or remove the entry)", path, st.Uid)
+	case perm&0o020 != 0:
+		return stateDirError("%s is writable by its group (mode %04o) in a state directory not shared with a group; refusing it (chmod g-w it)", path, perm)
+	}
+	return nil
+}

@@ -5,6 +5,7 @@ package hold
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -13,6 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/octostore-supervisor/supervisor/events"
+	"github.com/octostore-supervisor/supervisor/internal/procid"
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/platform"
 )
 
 // The unix side of the local authority's tests; the tests every OS shares
@@ -181,4 +185,131 @@ func TestLocalCrossProcessReleaseHandover(t *testing.T) {
 	st, err := s.Status(KindElection, "xproc2")
 	require.NoError(t, err)
 	require.False(t, st.Held)
+}
+
+// Issue 11 item 10: the record of a holder that died names a dead process, so
+// a hand-over is not deferred until its lease expires — also when the dead
+// holder is a zombie its (slow) parent has not reaped, or its pid now names
+// another process. A live holder still defers (the lock-file-replaced case).
+func TestLocalDeadHolderRecordDoesNotDelayHandover(t *testing.T) {
+	s, _ := newLocalStore(t)
+	child := exec.Command("true")
+	require.NoError(t, child.Start())
+	t.Cleanup(func() { _ = child.Wait() })
+	var zombie platform.Proc
+	proctest.WaitFor(t, 10*time.Second, "the child to become a zombie", func() bool {
+		var err error
+		zombie, err = platform.NewProcReader().Stat(child.Process.Pid)
+		return err == nil && zombie.State == 'Z'
+	})
+	me, err := procid.Self()
+	require.NoError(t, err)
+
+	for _, c := range []struct {
+		room   string
+		holder procid.ID
+		defers bool
+	}{
+		{"zombie", procid.ID{Pid: zombie.Pid, Start: zombie.StartTicks}, false},
+		{"zombie-old-record", procid.ID{Pid: zombie.Pid}, false},
+		{"reused-pid", procid.ID{Pid: me.Pid, Start: me.Start + 1}, false},
+		{"live", me, true},
+	} {
+		t.Run(c.room, func(t *testing.T) {
+			now := time.Now()
+			cand := "dead-holder"
+			require.NoError(t, s.writeRecord(pathsFor(KindElection, c.room), localRecord{
+				Kind: "election", Name: c.room, CandidateID: &cand, PID: c.holder.Pid, Start: c.holder.Start,
+				Holder: "planted", AcquiredAt: now, ExpiresAt: now.Add(time.Hour),
+			}))
+			h := startLocalElection(t, s, c.room, "agent-b")
+			if c.defers {
+				h.expect(events.Waiting, ReasonFollower)
+				h.quiet(5 * testPoll)
+			} else {
+				ev, m := h.next(10 * time.Second)
+				require.Equal(t, events.Leader, ev.Event, "a dead holder's record deferred the hand-over: %v", m)
+			}
+			h.sigs <- os.Interrupt
+			if !c.defers {
+				h.expect(events.Released, ReasonSignal)
+			}
+			h.exit()
+		})
+	}
+}
+
+// Issue 10 item 6: entries of a shared file:/// directory that another user
+// planted, or that others may write, are refused with a usage error (64)
+// naming the path. Only a setgid, group-writable, not world-writable
+// directory shares its entries with its group.
+func TestLocalPlantedEntriesRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("planting entries as another user needs root (CI runs as root)")
+	}
+	const nobody = 65534
+	mkdir := func(t *testing.T, mode os.FileMode) string {
+		d := filepath.Join(t.TempDir(), "store")
+		require.NoError(t, os.Mkdir(d, 0o700))
+		require.NoError(t, os.Chmod(d, mode))
+		return d
+	}
+	plant := func(t *testing.T, path string, dir bool, mode os.FileMode, uid, gid int) {
+		if dir {
+			require.NoError(t, os.MkdirAll(path, 0o700))
+		} else {
+			require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
+			require.NoError(t, os.WriteFile(path, nil, 0o600))
+		}
+		require.NoError(t, os.Chmod(path, mode))
+		require.NoError(t, os.Chown(path, uid, gid))
+	}
+	shared := 0o770 | os.ModeSetgid
+	for _, c := range []struct {
+		name     string
+		dirMode  os.FileMode
+		entry    string
+		isDir    bool
+		mode     os.FileMode
+		uid, gid int
+		want     string // "" = accepted
+	}{
+		{"world-writable elections in a group-shared dir", shared, "elections", true, 0o777, nobody, 0, "writable by every user"},
+		{"world-writable term in a group-shared dir", shared, "term", false, 0o666, nobody, 0, "writable by every user"},
+		{"another group's writable lock file", shared, "locks/x.lock", false, 0o660, nobody, nobody, "not by the state directory's group"},
+		{"a member's term in a group-shared dir", shared, "term", false, 0o660, nobody, 0, ""},
+		{"another user's term in a private dir", 0o700, "term", false, 0o600, nobody, nobody, "owned by another user (uid 65534)"},
+		{"another user's elections in a group dir without setgid", 0o770, "elections", true, 0o770, nobody, 0, "owned by another user"},
+		{"another user's elections in a sticky world-writable dir", 0o777 | os.ModeSticky, "elections", true, 0o700, nobody, nobody, "owned by another user"},
+		{"our own group-writable locks in a private dir", 0o700, "locks", true, 0o770, 0, 0, "writable by its group"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := mkdir(t, c.dirMode)
+			p := filepath.Join(d, filepath.FromSlash(c.entry))
+			plant(t, p, c.isDir, c.mode, c.uid, c.gid)
+			s, err := OpenLocalStore("file://"+d, nil)
+			if err == nil {
+				// Per-name entries are judged before a hold uses them.
+				err = s.CheckName(KindLock, "x")
+				s.Close()
+			}
+			if c.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			requireLocalUsage(t, err, ErrLocalStateDir, c.want)
+			require.Contains(t, err.Error(), p)
+		})
+	}
+
+	// A hold on a name whose lock file was planted exits 64 before acquiring.
+	d := mkdir(t, 0o700)
+	s, err := OpenLocalStore("file://"+d, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	planted := filepath.Join(d, "elections", "room.lock")
+	plant(t, planted, false, 0o600, nobody, nobody)
+	h := startLocalElection(t, s, "room", "agent-a")
+	require.Equal(t, ExitUsage, h.exit())
+	require.Contains(t, h.diag.String(), planted)
 }

@@ -154,20 +154,15 @@ func fileLinks(f *os.File) (uint64, error) {
 	return uint64(info.NumberOfLinks), nil
 }
 
-// processAlive reports whether pid names a process that has not exited; a
-// process we may not open counts as alive.
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	h, err := windows.OpenProcess(windows.SYNCHRONIZE|windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(pid))
-	if err != nil {
-		return errors.Is(err, windows.ERROR_ACCESS_DENIED)
-	}
-	defer windows.CloseHandle(h)
-	ev, err := windows.WaitForSingleObject(h, 0)
-	return err != nil || ev == uint32(windows.WAIT_TIMEOUT)
-}
+// entryRules: entries inherit the directory's access list, which
+// checkStateDirOwnership judged; there is no per-entry owner to refuse.
+type entryRules struct{ shared bool }
+
+func entryRulesFor(_ fs.FileInfo, shared bool) entryRules { return entryRules{shared: shared} }
+
+func (e entryRules) groupShared() bool { return e.shared }
+
+func (entryRules) check(string, fs.FileInfo) error { return nil }
 
 // syncDir: NTFS journals directory entries itself, and FlushFileBuffers on a
 // directory handle needs write access Go's directory handles lack.

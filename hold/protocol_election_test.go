@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/octostore-supervisor/supervisor/events"
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
 )
 
 // Election-hold protocol tests (§7.1, §11, §9). The coverage index in
@@ -653,4 +655,46 @@ func TestProtocolElectionLostWithoutReacquisition(t *testing.T) {
 	require.Equal(t, 1, f.requests("campaign"))
 	recs := f.records("election_renew")
 	require.Equal(t, 404, recs[len(recs)-1].Status)
+}
+
+// Offline, an election hold against the hosted default waits forever with
+// "waiting … transport_error" (issue 11). After unreachableHintAfter transport
+// errors it says once on its diagnostics stream - never among the events -
+// that the default cannot be reached and that --server local serves one
+// machine; for a server the user named it says nothing of the kind. A closed
+// loopback port stands in for the unreachable default.
+func TestElectionHoldUnreachableDefaultHint(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close())
+	const hint = "octostore: cannot reach the default hosted authority " // + URL
+	for _, c := range []struct {
+		name      string
+		defaulted bool
+		hints     int
+	}{{"default server", true, 1}, {"named server", false, 0}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			diag := &proctest.SyncBuffer{}
+			r := startHold(t, &fake{t: t, url: closed}, "room", "agent-a", 5*time.Second,
+				func(h *ElectionHold) { h.DefaultServer, h.Diag = c.defaulted, diag })
+			// One more wait than the hint needs: it is said once, not per retry.
+			for range unreachableHintAfter + 1 {
+				r.expectNext(events.Waiting, CodeTransportError)
+			}
+			require.Equal(t, c.hints, strings.Count(diag.String(), hint), diag.String())
+			if c.hints > 0 {
+				require.Contains(t, diag.String(), hint+closed+" (3 attempts failed); still retrying. For contenders on one machine use --server local\n")
+			}
+			r.signals <- syscall.SIGINT
+			require.Equal(t, ExitSIGINT, r.exitCode())
+			r.out.mu.Lock()
+			defer r.out.mu.Unlock()
+			for _, line := range r.out.lines {
+				require.NotContains(t, string(line), "--server local", "the hint is never an event")
+			}
+		})
+	}
 }

@@ -21,13 +21,20 @@ func ResolveServer(flag *string, envURL string, kind Kind) (string, error) {
 	if flag != nil {
 		return *flag, nil
 	}
-	if utf8.ValidString(envURL) && strings.TrimSpace(envURL) != "" {
+	if !ServerDefaulted(false, envURL) {
 		return envURL, nil
 	}
 	if kind == KindLock {
 		return "", usageError(ErrNoLockServer, "lock commands require --server or OCTOSTORE_URL")
 	}
 	return DefaultElectionServer, nil
+}
+
+// ServerDefaulted reports whether ResolveServer falls back to the hosted
+// default for an election: neither --server (flagSet) nor a usable
+// OCTOSTORE_URL names a server, so the user may not know which one is tried.
+func ServerDefaulted(flagSet bool, envURL string) bool {
+	return !flagSet && !(utf8.ValidString(envURL) && strings.TrimSpace(envURL) != "")
 }
 
 // Server is a validated, normalised server URL.

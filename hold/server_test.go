@@ -36,6 +36,11 @@ func TestResolveServer(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Equal(t, tc.want, got)
+			// ServerDefaulted says exactly when the hosted default was chosen
+			// (the election hold's unreachable hint depends on it).
+			if tc.kind == KindElection {
+				require.Equal(t, got == DefaultElectionServer, ServerDefaulted(tc.flag != nil, tc.env))
+			}
 		})
 	}
 }

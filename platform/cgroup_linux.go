@@ -92,14 +92,26 @@ func IsCgroupV2(dir string) error {
 	return nil
 }
 
-// Writable reports whether this process may create cgroups in dir and move
-// processes into them (write access to the directory and to its cgroup.procs).
-func Writable(dir string) error {
-	if err := unix.Access(dir, unix.W_OK); err != nil {
-		return fmt.Errorf("%s is not writable: %w", dir, err)
-	}
-	if err := unix.Access(filepath.Join(dir, "cgroup.procs"), unix.W_OK); err != nil {
-		return fmt.Errorf("%s/cgroup.procs is not writable: %w", dir, err)
+// Delegated reports an error unless the cgroup dir is delegated to this
+// process: the directory, its cgroup.procs and its cgroup.subtree_control are
+// owned by our effective uid - systemd's Delegate= chowns exactly these to the
+// unit's user - and their owner may write them by mode. Ownership and mode
+// decide, not access(2): for root access(2) grants write to everything, so a
+// subtree delegated to another user, or a file whose mode withholds writing,
+// would pass.
+func Delegated(dir string) error {
+	euid := os.Geteuid()
+	for _, p := range []string{dir, filepath.Join(dir, "cgroup.procs"), filepath.Join(dir, "cgroup.subtree_control")} {
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if int(st.Uid) != euid {
+			return fmt.Errorf("%s is owned by uid %d, not by us (uid %d): not delegated to us", p, st.Uid, euid)
+		}
+		if st.Mode&unix.S_IWUSR == 0 {
+			return fmt.Errorf("%s is not writable by its owner (mode %03o)", p, st.Mode&0o777)
+		}
 	}
 	return nil
 }

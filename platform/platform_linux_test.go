@@ -98,3 +98,47 @@ func TestReserveThreads(t *testing.T) {
 	ReserveThreads(16)
 	require.GreaterOrEqual(t, count(), 16)
 }
+
+// A cgroup is delegated to us when we own it and its owner may write it, not
+// when access(2) says we may write: as root access(2) says yes to everything
+// (issue 10). The test's cgroups are created below its own cgroup, as root
+// (CI is root), and chowned or chmodded away one file at a time.
+func TestDelegatedByOwnershipAndMode(t *testing.T) {
+	require.Zero(t, os.Geteuid(), "this test creates and chowns cgroups: run it as root, as CI does")
+	mount, err := CgroupV2Mount()
+	require.NoError(t, err)
+	own, err := OwnCgroupV2()
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name  string
+		alter func(dir string) error
+		want  string
+	}{
+		{"created by us", func(string) error { return nil }, ""},
+		{"chowned to another user", func(dir string) error {
+			for _, p := range []string{dir, dir + "/cgroup.procs", dir + "/cgroup.subtree_control"} {
+				if err := os.Chown(p, 65534, 65534); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, "is owned by uid 65534, not by us (uid 0): not delegated to us"},
+		{"subtree_control not ours", func(dir string) error { return os.Chown(dir+"/cgroup.subtree_control", 65534, 65534) },
+			"cgroup.subtree_control is owned by uid 65534"},
+		{"cgroup.procs read-only", func(dir string) error { return os.Chmod(dir+"/cgroup.procs", 0o444) },
+			"cgroup.procs is not writable by its owner (mode 444)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, err := os.MkdirTemp(mount+own, "octostore-delegation-")
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, syscall.Rmdir(dir)) })
+			require.NoError(t, c.alter(dir))
+			err = Delegated(dir)
+			if c.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, c.want)
+		})
+	}
+}

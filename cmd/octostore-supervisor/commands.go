@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os/exec"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -23,11 +23,16 @@ func runCommand(env []string, stdout, stderr io.Writer, code *int) *cli.Command 
 INT, TERM and HUP are forwarded to every process in it. When the command's main
 process exits, or --timeout passes, everything left in the container is killed and
 proven gone before octostore-supervisor exits with the command's status (128+signal
-if it was signalled; 70 if emptiness could not be proven). Wrap a CI job step in it.`,
+if it was signalled; 71 if that status was lost with a killed helper but everything
+was proven gone; 70 if emptiness could not be proven). With --until-empty it waits
+for everything the command started (daemons) to finish first. Wrap a CI job step
+in it.`,
 		Flags: append([]cli.Flag{
 			&cli.DurationFlag{Name: "timeout", Usage: "stop the command after this long (TERM, grace, KILL); 0 means no limit"},
 			&cli.DurationFlag{Name: "term-grace", Value: contain.DefaultGrace, Usage: "time between TERM and KILL when stopping what is left"},
-			&cli.BoolFlag{Name: "json", Usage: "print one summary line on stdout at the end (backend, proven_empty, processes killed after the main process ended, CPU time and peak memory where the cgroup reports them)"},
+			&cli.BoolFlag{Name: "until-empty", Usage: "after the main process exits, wait until everything it started has finished too (daemonizing commands), bounded by --timeout; exit with the main process's status"},
+			&cli.BoolFlag{Name: "json", Usage: "print one summary line on stdout at the end (backend, proven_empty, processes killed after the main process ended, CPU time and peak memory where the cgroup reports them); it shares stdout with the command"},
+			&cli.StringFlag{Name: "summary-file", Usage: "write the summary line to this file (replacing it, mode 0600) once the command's tree is proven gone, where the command cannot forge it"},
 			&cli.BoolFlag{Name: "no-new-privs", Usage: "start the command with no_new_privs set (Linux): neither it nor anything it runs gains privileges through setuid binaries or file capabilities"},
 		}, slices.Concat(backendFlags(), isolationFlags())...),
 		OnUsageError: usageErr,
@@ -39,16 +44,17 @@ if it was signalled; 70 if emptiness could not be proven). Wrap a CI job step in
 			if len(args) == 0 {
 				return usageError{"run needs a command: octostore-supervisor run [flags] -- <command> [args...]"}
 			}
-			path, err := exec.LookPath(args[0])
+			path, err := resolveProgram("command", args[0])
 			if err != nil {
-				return usageError{"command not found or not executable: " + args[0]}
-			}
-			if path, err = filepath.Abs(path); err != nil {
-				return usageError{err.Error()}
+				return err
 			}
 			grace, timeout := c.Duration("term-grace"), c.Duration("timeout")
 			if grace <= 0 || grace > maxGrace || timeout < 0 {
 				return usageError{"--term-grace must be positive and at most 1h; --timeout must not be negative"}
+			}
+			summary, err := summaryPath(c.String("summary-file"))
+			if err != nil {
+				return err
 			}
 			b, err := resolveBackend(c)
 			if err != nil {
@@ -65,11 +71,32 @@ if it was signalled; 70 if emptiness could not be proven). Wrap a CI job step in
 			}
 			*code = contain.Run(context.Background(), contain.RunConfig{
 				Argv: append([]string{path}, args[1:]...), Env: env, Backend: b, Isolation: iso, NoNewPrivs: c.Bool("no-new-privs"), Grace: grace,
-				ProofBound: contain.DefaultProofBound, Timeout: timeout, JSON: c.Bool("json"), Stdout: stdout, Stderr: stderr,
+				ProofBound: contain.DefaultProofBound, Timeout: timeout, UntilEmpty: c.Bool("until-empty"),
+				JSON: c.Bool("json"), SummaryFile: summary, Stdout: stdout, Stderr: stderr,
 			})
 			return nil
 		},
 	}
+}
+
+// summaryPath checks --summary-file before anything starts: an absolute path
+// (the command may change nothing about where it points) in an existing
+// directory, and not itself a directory. "" means none.
+func summaryPath(p string) (string, error) {
+	if p == "" {
+		return "", nil
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", usageError{"--summary-file " + p + ": " + err.Error()}
+	}
+	if st, err := os.Stat(filepath.Dir(abs)); err != nil || !st.IsDir() {
+		return "", usageError{"--summary-file " + p + ": its directory " + filepath.Dir(abs) + " does not exist"}
+	}
+	if st, err := os.Stat(abs); err == nil && st.IsDir() {
+		return "", usageError{"--summary-file " + p + " is a directory"}
+	}
+	return abs, nil
 }
 
 func doctorCommand(stdout io.Writer) *cli.Command {
@@ -122,7 +149,11 @@ also sweep at start.`,
 					j, _ := json.Marshal(r)
 					fmt.Fprintln(stdout, string(j))
 				} else {
-					fmt.Fprintf(stdout, "%s  processes %d  proven empty %v  removed %v\n", r.Dir, r.Processes, r.ProvenEmpty, r.Removed)
+					line := fmt.Sprintf("%s  processes %d  proven empty %v  removed %v", r.Dir, r.Processes, r.ProvenEmpty, r.Removed)
+					if r.UnprovenSince != "" {
+						line += "  unproven at start since " + r.UnprovenSince
+					}
+					fmt.Fprintln(stdout, line)
 				}
 			}
 			if err != nil {

@@ -30,30 +30,55 @@ func embeddedFlags() []cli.Flag {
 
 // embeddedHold returns the argv of our own hold for `<kind> <name> <candidate>`
 // with no "--" part, after checking its flags as the hold itself would, so a
-// mistake exits 64 here, before anything starts. For the host-local authority
-// it also opens the name's interlock file (Config.Interlock).
-func embeddedHold(c *cli.Context, kind, name, candidate string, env []string) ([]string, *os.File, error) {
+// mistake exits 64 here, before anything starts, and the identity of its
+// authority (hostGuard's key). For the host-local authority it also opens the
+// name's interlock file (Config.Interlock) in the authority's directory, so
+// that every user sharing a file:/// directory shares it too.
+func embeddedHold(c *cli.Context, kind, name, candidate string, env []string) (argv []string, authority string, interlock *os.File, err error) {
 	argv, server, err := embeddedArgv(c, kind, name, candidate, env)
 	if err != nil || !hold.IsLocalServer(server) {
-		return argv, nil, err
+		return argv, server, nil, err
 	}
 	store, err := hold.OpenLocalStore(server, lookupIn(env))
 	if err != nil {
-		return nil, nil, usageError{err.Error()}
+		return nil, "", nil, usageError{err.Error()}
 	}
 	defer store.Close()
-	if err := hold.ValidateLocalName(name); err != nil {
-		return nil, nil, usageError{err.Error()}
+	hk := holdKind(kind)
+	if err := store.CheckName(hk, name); err != nil {
+		return nil, "", nil, usageError{err.Error()}
 	}
-	hk := hold.KindElection
-	if kind == "lock" {
-		hk = hold.KindLock
-	}
-	interlock, err := store.OpenInterlock(hk, name)
+	interlock, err = store.OpenInterlock(hk, name)
 	if err != nil {
+		return nil, "", nil, usageError{err.Error()}
+	}
+	return argv, store.Identity(), interlock, nil
+}
+
+// hostGuard opens, in the user's private state directory, what keeps a second
+// worker of one authority and name from starting on this host while an
+// earlier one may live: the name's survivor record (Config.Survivors) and,
+// unless the local authority already gave one, its interlock. authority is an
+// identity: the local directory's file URL, a normalised server URL, or
+// hold.ExplicitHoldAuthority.
+func hostGuard(authority string, kind hold.Kind, name string, needInterlock bool, env []string) (*hold.SurvivorRecord, *os.File, error) {
+	store, err := hold.OpenLocalStore(hold.LocalServer, lookupIn(env))
+	if err != nil {
+		return nil, nil, usageError{"the survivor record and interlock need the private state directory: " + err.Error()}
+	}
+	rec, interlock, err := store.OpenSupervised(authority, kind, name, needInterlock)
+	if err != nil {
+		store.Close()
 		return nil, nil, usageError{err.Error()}
 	}
-	return argv, interlock, nil
+	return rec, interlock, nil
+}
+
+func holdKind(kind string) hold.Kind {
+	if kind == "lock" {
+		return hold.KindLock
+	}
+	return hold.KindElection
 }
 
 // lookupIn looks a variable up in an environment list (the last one wins, as
@@ -67,10 +92,7 @@ func embeddedArgv(c *cli.Context, kind, name, candidate string, env []string) ([
 	if err != nil {
 		return nil, "", usageError{"cannot find this program to run the embedded hold: " + err.Error()}
 	}
-	hk := hold.KindElection
-	if kind == "lock" {
-		hk = hold.KindLock
-	}
+	hk := holdKind(kind)
 	argv := []string{self, HoldArg, kind, "hold", "--json"}
 	if kind == "election" {
 		if err := hold.ValidateCandidate(candidate); err != nil {
@@ -105,12 +127,18 @@ func embeddedArgv(c *cli.Context, kind, name, candidate string, env []string) ([
 	if err != nil {
 		return nil, "", usageError{err.Error()}
 	}
+	// A defaulted server stays unnamed, so the hold knows it chose the hosted
+	// default (and can hint at --server local when that is unreachable); it
+	// resolves the same default from the same environment.
+	if !hold.ServerDefaulted(flag != nil, envURL) {
+		argv = append(argv, "--server", server)
+	}
 	if !hold.IsLocalServer(server) {
-		if err := checkServer(server, c.Bool("allow-insecure-http")); err != nil {
+		// The normalised URL is the authority's identity (hostGuard).
+		if server, err = checkServer(server, c.Bool("allow-insecure-http")); err != nil {
 			return nil, "", err
 		}
 	}
-	argv = append(argv, "--server", server)
 	if c.Bool("allow-insecure-http") {
 		argv = append(argv, "--allow-insecure-http")
 	}
@@ -118,12 +146,14 @@ func embeddedArgv(c *cli.Context, kind, name, candidate string, env []string) ([
 	return append(argv, "--", name), server, nil
 }
 
-// checkServer validates an http(s) authority URL the way the hold will.
-func checkServer(server string, allowInsecure bool) error {
-	if _, err := hold.ValidateServer(server, true, allowInsecure); err != nil {
-		return usageError{err.Error()}
+// checkServer validates an http(s) authority URL the way the hold will and
+// returns it normalised.
+func checkServer(server string, allowInsecure bool) (string, error) {
+	s, err := hold.ValidateServer(server, true, allowInsecure)
+	if err != nil {
+		return "", usageError{err.Error()}
 	}
-	return nil
+	return s.URL, nil
 }
 
 // embeddedOnly names the embedded-hold flags given together with "-- <hold command>".

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/octostore-supervisor/supervisor/contain"
 	"github.com/octostore-supervisor/supervisor/events"
+	"github.com/octostore-supervisor/supervisor/hold"
 )
 
 const maxGrace = time.Hour
@@ -185,23 +188,34 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 		return cfg, usageError{fmt.Sprintf("--worker-output must be stderr or inherit, not %q", o)}
 	}
 
-	worker, err := executableFile(cfg.Worker)
+	worker, err := resolveProgram("worker program", cfg.Worker)
 	if err != nil {
-		return cfg, usageError{"worker program is not executable: " + cfg.Worker}
+		return cfg, err
 	}
 	cfg.Worker = worker
+	authority := hold.ExplicitHoldAuthority
 	if embedded {
-		if cfg.Hold, cfg.Interlock, err = embeddedHold(c, kind, cfg.Name, args[1], env); err != nil {
+		if cfg.Hold, authority, cfg.Interlock, err = embeddedHold(c, kind, cfg.Name, args[1], env); err != nil {
 			return cfg, err
 		}
+		if c.IsSet("acquire-timeout") {
+			// Checked by embeddedHold already.
+			cfg.AcquireTimeout, _ = hold.ParseDuration(c.String("acquire-timeout"))
+		}
 	} else {
-		hold, err := exec.LookPath(cfg.Hold[0])
+		hold, err := resolveProgram("hold command", cfg.Hold[0])
 		if err != nil {
-			return cfg, usageError{"hold command not found or not executable: " + cfg.Hold[0]}
+			return cfg, err
 		}
-		if cfg.Hold[0], err = filepath.Abs(hold); err != nil {
-			return cfg, usageError{"hold command path: " + err.Error()}
-		}
+		cfg.Hold[0] = hold
+	}
+	rec, interlock, err := hostGuard(authority, holdKind(kind), cfg.Name, cfg.Interlock == nil, env)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Survivors = rec
+	if cfg.Interlock == nil {
+		cfg.Interlock = interlock
 	}
 	if cfg.Backend, err = resolveBackend(c); err != nil {
 		return cfg, err
@@ -210,19 +224,62 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 	return cfg, err
 }
 
-// executableFile returns the absolute path of a regular file that this
-// platform can execute (executable_*.go).
-func executableFile(path string) (string, error) {
+// resolveProgram returns the absolute path of the program word names, found as
+// a shell would - a bare name (no directory part) through PATH, anything else
+// against the working directory - after checking that this platform can
+// execute it (checkExecutable, executable_*.go), so a mistake exits 64 naming
+// what is wrong (not found, a directory, not executable and why) instead of
+// failing at exec after the hold has started. what names the program in the
+// messages ("worker program", "hold command").
+//
+// A name PATH finds only through a relative entry (".", or an empty one) is
+// refused, as exec.LookPath does: which file runs would depend on the working
+// directory, which a shell user rarely means and an attacker can choose.
+func resolveProgram(what, word string) (string, error) {
+	bare := bareName(word)
+	path := word
+	if bare {
+		found, err := exec.LookPath(word)
+		switch {
+		case errors.Is(err, exec.ErrDot):
+			return "", usageError{fmt.Sprintf("%s %s is found only through a relative PATH entry; give its path (./%s) to run that one", what, word, word)}
+		case err != nil:
+			return "", usageError{fmt.Sprintf("%s not found in PATH: %s (give a path to run a file that is not in PATH)", what, word)}
+		}
+		path = found
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", err
+		return "", usageError{fmt.Sprintf("%s %s: %v", what, word, err)}
 	}
 	st, err := os.Stat(abs)
-	if err != nil {
-		return "", err
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", usageError{fmt.Sprintf("%s not found: %s", what, word)}
+	case err != nil:
+		return "", usageError{fmt.Sprintf("%s cannot be examined: %v", what, err)}
+	case st.IsDir():
+		return "", usageError{fmt.Sprintf("%s is a directory, not a program: %s", what, word)}
+	case !st.Mode().IsRegular():
+		return "", usageError{fmt.Sprintf("%s is not a regular file: %s", what, word)}
 	}
-	if !st.Mode().IsRegular() || !executable(abs, st) {
-		return "", fmt.Errorf("%s is not an executable file", path)
+	if err := checkExecutable(abs, st); err != nil {
+		return "", usageError{fmt.Sprintf("%s is not executable: %s: %v", what, word, err)}
 	}
 	return abs, nil
+}
+
+// bareName reports whether a program word has no directory part, so a shell
+// would look it up in PATH.
+func bareName(word string) bool {
+	return word != "" && word != "." && word != ".." && filepath.Base(word) == word
+}
+
+// foundInPATH is the diagnostic naming what a bare worker name resolved to;
+// "" when the word was a path.
+func foundInPATH(word, path string) string {
+	if !bareName(word) {
+		return ""
+	}
+	return fmt.Sprintf("octostore-supervisor: worker program %s is %s (found in PATH)\n", hold.TerminalSafe(word), hold.TerminalSafe(path))
 }

@@ -13,13 +13,22 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/octostore-supervisor/supervisor/contain"
+	"github.com/octostore-supervisor/supervisor/hold"
+	"github.com/octostore-supervisor/supervisor/internal/cliorder"
 	"github.com/octostore-supervisor/supervisor/internal/holdcli"
 )
 
 // version is stamped by the Makefile (-ldflags "-X main.version=...").
 var version = "dev"
 
-const usageLine = "usage: octostore-supervisor [flags] <election|lock> <expected-name> <expected-candidate|-> <worker-program> [-- <hold command ...>]"
+// usageLine shows flags where the parser takes them: after the kind (a flag
+// given before it is refused, naming where it goes: cliorder).
+const usageLine = "usage: octostore-supervisor <election|lock> [flags] <expected-name> <expected-candidate|-> <worker-program> [-- <hold command ...>]"
+
+// usageText is the usage section of --help: every form, flags after the command.
+const usageText = usageLine + `
+octostore-supervisor run [flags] -- <command> [args...]
+octostore-supervisor doctor|sweep [flags]`
 
 func main() {
 	// The guardian and shims are this same binary re-executed; they are internal
@@ -65,6 +74,10 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 	}
 	code := contain.ExitOK
 	app := newApp(env, stdout, stderr, &code)
+	if msg := cliorder.Misplaced(app, args); msg != "" {
+		fmt.Fprintf(stderr, "octostore-supervisor: %s\n%s\n", hold.TerminalSafe(msg), usageLine)
+		return contain.ExitUsage
+	}
 	if err := app.Run(literalPositionals(args)); err != nil {
 		var ue usageError
 		var ec cli.ExitCoder
@@ -96,8 +109,12 @@ func newApp(env []string, stdout, stderr io.Writer, code *int) *cli.App {
 					return err
 				}
 				cfg.Stdout, cfg.Stderr, cfg.Env = stdout, stderr, env
+				fmt.Fprint(stderr, foundInPATH(c.Args().Get(2), cfg.Worker))
 				testHooks(&cfg, env)
 				*code = contain.Supervise(context.Background(), cfg)
+				if c, ok := cfg.Survivors.(io.Closer); ok {
+					_ = c.Close()
+				}
 				return nil
 			},
 			OnUsageError: usageErr,
@@ -106,7 +123,7 @@ func newApp(env []string, stdout, stderr io.Writer, code *int) *cli.App {
 	return &cli.App{
 		Name:            "octostore-supervisor",
 		Usage:           "run a protected worker only while an OctoStore hold has authority, and prove its whole process tree gone on any loss or doubt",
-		UsageText:       usageLine[len("usage: "):],
+		UsageText:       usageText[len("usage: "):],
 		Version:         version,
 		Description:     description,
 		Writer:          stdout,

@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/octostore-supervisor/supervisor/hold"
+	"github.com/octostore-supervisor/supervisor/internal/cliorder"
 )
 
 // Streams are the standard streams a command runs with; Stdin is where
@@ -86,6 +87,10 @@ func run(version string, args []string, env hold.LookupEnv, stdin io.Reader, std
 		},
 	}
 	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintf(c.App.Writer, "octostore %s\n", c.App.Version) }
+	if msg := cliorder.Misplaced(app, args); msg != "" {
+		fmt.Fprintf(stderr, "octostore: %s\n", hold.TerminalSafe(msg))
+		return hold.ExitUsage
+	}
 	if err := app.Run(intersperse(args)); err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {
@@ -149,9 +154,11 @@ func electionHold(env hold.LookupEnv, stdout, stderr io.Writer, code *int) *cli.
 			}
 			out, sigs, stop := outputAndSignals(c, stdout)
 			defer stop()
+			envURL, _ := env("OCTOSTORE_URL")
 			h := &hold.ElectionHold{Client: client, Clock: hold.SystemClock{}, Jitter: hold.RandomJitter,
 				ElectionID: c.Args().First(), Candidate: c.String("candidate"), TTL: time.Duration(ttl) * time.Second,
-				AcquireTimeout: acquire, ShutdownTimeout: shutdown, Out: out, Diag: stderr}
+				AcquireTimeout: acquire, ShutdownTimeout: shutdown, Out: out, Diag: stderr,
+				DefaultServer: hold.ServerDefaulted(c.IsSet("server"), envURL)}
 			*code = h.Run(context.Background(), sigs)
 			return nil
 		},

@@ -71,6 +71,31 @@ func TestLockHoldUsage(t *testing.T) {
 	}
 }
 
+// A flag before the command is refused with 64 naming where it goes, after
+// the command the line names (issue 11); octostore's usage text shows only
+// --help and --version before the command.
+func TestFlagBeforeTheCommand(t *testing.T) {
+	env := func(string) (string, bool) { return "", false }
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, runTest([]string{"octostore", "--help"}, env, &out, &errb))
+	require.Contains(t, out.String(), "--version")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"octostore", "--server", "local", "election", "hold", "room", "--candidate", "a"}, "octostore: --server goes after the command, as in: octostore election hold --server …"},
+		{[]string{"octostore", "--json", "lock", "hold", "n"}, "octostore: --json goes after the command, as in: octostore lock hold --json …"},
+		{[]string{"octostore", "--json", "--server=local", "election", "status", "room"}, "as in: octostore election status --json …"},
+		{[]string{"octostore", "--bogus", "election", "hold", "room"}, "flag provided but not defined: -bogus"},
+	} {
+		out.Reset()
+		errb.Reset()
+		require.Equal(t, 64, runTest(c.args, env, &out, &errb), c.args)
+		require.Contains(t, errb.String(), c.want, c.args)
+		require.Empty(t, out.String())
+	}
+}
+
 // runTest is Main for the tests: version "test", empty stdin.
 func runTest(args []string, env hold.LookupEnv, stdout, stderr io.Writer) int {
 	return run("test", args, env, strings.NewReader(""), stdout, stderr)
