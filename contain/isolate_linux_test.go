@@ -75,7 +75,10 @@ func TestPrivatePidsUnavailableRefused(t *testing.T) {
 			t.Parallel()
 			script := `echo 0 > /proc/sys/user/max_user_namespaces && exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@"`
 			cmd := exec.Command("/bin/sh", append([]string{"-c", script, "sh", bins.sup}, cliArgs(kind, "--private-pids")...)...)
-			cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+			tmp := t.TempDir() // open to nobody, whose state directory goes here
+			require.NoError(t, os.Chmod(filepath.Dir(tmp), 0o711))
+			require.NoError(t, os.Chmod(tmp, 0o777))
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 			cmd.SysProcAttr = &syscall.SysProcAttr{
 				Cloneflags:                 syscall.CLONE_NEWUSER,
 				UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 65536}},
