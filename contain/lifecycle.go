@@ -166,9 +166,9 @@ func (r *run) start() error {
 	}
 	r.readyFile = filepath.Join(r.readyDir, "ready")
 
-	evR, evW, err := os.Pipe()
+	evR, evW, err := eventChannel()
 	if err != nil {
-		return fmt.Errorf("create the event pipe: %w", err)
+		return fmt.Errorf("create the hold's event channel: %w", err)
 	}
 	workerOut := os.Stderr
 	if r.cfg.WorkerOutput == WorkerOutputInherit {

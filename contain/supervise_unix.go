@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/octostore-supervisor/supervisor/events"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
@@ -34,6 +36,26 @@ func prepareSupervisor(cfg Config, diag io.Writer) error {
 		return err
 	}
 	return platform.SetNonDumpable()
+}
+
+// eventChannel is the hold's stdout (w) and the supervisor's end of it (r): a
+// stream socketpair, not a pipe. A pipe can be reopened through
+// /proc/<hold>/fd/1 by any process allowed to look at the hold (a same-user
+// worker when the hold is dumpable, as a hold command of the user's choosing
+// is); a socket cannot be opened that way at all (ENXIO), so nobody can write
+// events into the channel but the processes that inherited it.
+func eventChannel() (r, w *os.File, err error) {
+	if r, w, err = socketpair(); err != nil {
+		return nil, nil, err
+	}
+	// Events flow one way: the hold reads end-of-file on its stdout, never
+	// anything from us.
+	if err := unix.Shutdown(int(r.Fd()), unix.SHUT_WR); err != nil {
+		r.Close()
+		w.Close()
+		return nil, nil, fmt.Errorf("shutdown the event channel's return direction: %w", err)
+	}
+	return r, w, nil
 }
 
 // guardianHost is the unix host: a guardian process in its own session owns the
