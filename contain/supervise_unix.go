@@ -97,6 +97,8 @@ func openHost(cfg Config, events, workerOut *os.File) (host, error) {
 		select {
 		case <-h.link.dead:
 			h.lostCh <- "detached guardian exited before reporting verified containment; using main-process fallback"
+		case <-h.link.stopped:
+			h.lostCh <- "the guardian was stopped and can enforce nothing; using main-process fallback"
 		case <-h.backstopFired:
 			h.lostCh <- "the guardian did not enforce the authority deadline; using main-process fallback"
 		}
@@ -238,6 +240,7 @@ func launchGuardian(init msg, events, workerOut, interlock *os.File) (*link, str
 	if err != nil {
 		return nil, "", fmt.Errorf("detached guardian could not be armed: %w", err)
 	}
+	l.watchStop(l.pid)
 	l.attach(newConn(mine))
 	name, err := nameRun(l.pid)
 	if err != nil {
