@@ -206,8 +206,11 @@ func (g *guardian) loop() int {
 		case m, ok := <-mainIn:
 			if !ok {
 				// The supervisor is gone: nobody is left to read events or print, so
-				// contain everything now, within the grace.
-				g.containAll()
+				// contain everything now, within the grace, and say so on the
+				// stderr we share with it: nothing else will.
+				began := time.Now()
+				rep := g.containAll()
+				fmt.Fprintln(os.Stderr, orphanedLine(rep, time.Since(began)))
 				return 0
 			}
 			if m.Op == opExit {
@@ -456,9 +459,10 @@ func (g *guardian) killShim(grp *shimGroup) {
 // sweeps anything else left below the guardian. A group whose teardown already
 // ran to the proof bound is not tried again: its survivors were reported, and
 // waiting out the bound a second time would only delay that verdict.
-func (g *guardian) containAll() {
+func (g *guardian) containAll() Report {
 	var wg sync.WaitGroup
 	var unproven []int
+	var swept []*shimGroup
 	for _, grp := range g.groups {
 		if grp.closed {
 			continue
@@ -469,6 +473,7 @@ func (g *guardian) containAll() {
 		}
 		until := g.termUntil(grp)
 		root, skip := g.rootOf(grp)
+		swept = append(swept, grp)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -476,10 +481,29 @@ func (g *guardian) containAll() {
 		}()
 	}
 	wg.Wait()
-	newSweeper().terminate(os.Getpid(), unproven, time.Now(), g.proof, os.Stderr)
+	rest := newSweeper().terminate(os.Getpid(), unproven, time.Now(), g.proof, os.Stderr)
+	rep := Report{Backend: g.backend.Name, ProvenEmpty: rest.ProvenEmpty && len(unproven) == 0}
+	for _, grp := range swept {
+		rep.merge(grp.report)
+		rep.ProvenEmpty = rep.ProvenEmpty && grp.report.ProvenEmpty
+	}
+	rep.merge(rest)
 	if g.cg != nil && len(unproven) == 0 {
 		g.cg.remove(os.Stderr)
 	}
+	return rep
+}
+
+// orphanedLine is what the guardian says after containing a run whose
+// supervisor died: the only account of it a user will get.
+func orphanedLine(rep Report, took time.Duration) string {
+	ms := took.Milliseconds()
+	if !rep.ProvenEmpty {
+		return fmt.Sprintf("octostore-supervisor guardian: the supervisor died; its worker and hold groups could NOT be proven empty (%s, %d processes killed, %d survivors, %d ms)",
+			rep.Backend, rep.Killed, len(rep.Survivors), ms)
+	}
+	return fmt.Sprintf("octostore-supervisor guardian: the supervisor died; its worker and hold groups were killed and proven empty (%s, %d processes killed, %d ms)",
+		rep.Backend, rep.Killed, ms)
 }
 
 // forward delivers sig to every live member of a group: its tree below the shim

@@ -55,3 +55,18 @@ func TestSignalWithStoppedGuardianActedOnPromptly(t *testing.T) {
 	require.Equal(t, "leader", evs[0])
 	require.Contains(t, r.stderr(), "using main-process fallback")
 }
+
+// Issue 11 item 7: when the supervisor is SIGKILLed, the guardian contains the
+// run and says so - what it killed and proved, in how long - on the stderr it
+// shares with the supervisor, the only account a user gets.
+func TestGuardianSaysWhatItDidAfterSupervisorDied(t *testing.T) {
+	t.Parallel()
+	r := start(t, sc{worker: "--ignore-signals --child", hold: []string{"emit:leader,term=7,budget=30000", "forever"}})
+	r.waitEvent("leader", bound)
+	recs := waitPidLines(t, r.dir+"/pids", 2, bound)
+	require.NoError(t, r.cmd.Process.Kill())
+	require.Equal(t, 137, r.wait(bound))
+	requireDeadBy(t, recs, time.Now().Add(bound))
+	// The stderr pipe closes when the guardian, its last holder, exits.
+	require.Regexp(t, `(?m)^octostore-supervisor guardian: the supervisor died; its worker and hold groups were killed and proven empty \(`+wantBackend(sc{})+`, [1-9]\d* processes killed, \d+ ms\)$`, r.stderr())
+}
