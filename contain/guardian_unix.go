@@ -49,11 +49,12 @@ type shimGroup struct {
 	fam     *family // macOS: the group followed beyond parent links; nil on Linux
 }
 
-// GuardianMain is the guardian process. Descriptors: 3 the supervisor's socket,
-// 4 the event pipe's write end (the hold's stdout), 5 the worker's stdout.
+// GuardianMain is the guardian process. Descriptors: 0 the hold's stdin, 3 the
+// supervisor's socket, 4 the event channel's write end (the hold's stdout), 5
+// the worker's stdout.
 func GuardianMain() int {
 	// fdInterlock may not have been passed; marking an unused number is harmless.
-	adoptInherited(fdCtl, fdOut, fdErr, fdInterlock)
+	adoptInherited(0, fdCtl, fdOut, fdErr, fdInterlock)
 	diag := os.Stderr
 	platform.ReserveThreads(reservedThreads)
 	if err := platform.BecomeSubreaper(); err != nil {
@@ -102,6 +103,7 @@ func (g *guardian) startGroups(init msg) error {
 	out := os.NewFile(fdErr, "worker-out")
 	defer events.Close() // only the hold may hold the event pipe open
 	defer out.Close()
+	defer os.Stdin.Close() // the hold's stdin: it may hold the bearer token
 	groups := []string{groupWorker}
 	if len(init.Argv) > 0 {
 		groups = append(groups, groupHold)
@@ -114,15 +116,21 @@ func (g *guardian) startGroups(init msg) error {
 		g.cg = cg
 	}
 	if len(init.Argv) > 0 {
-		hold, err := g.spawnShim(groupHold, events, os.Stderr, msg{Op: opInit, Argv: init.Argv, Env: init.Env})
+		hold, err := g.spawnShim(groupHold, os.Stdin, events, os.Stderr, msg{Op: opInit, Argv: init.Argv, Env: init.Env})
 		if err != nil {
 			return err
 		}
 		hold.started = true
 	}
 	events.Close()
+	os.Stdin.Close()
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", os.DevNull, err)
+	}
+	defer devnull.Close()
 	// run mode has no authority: the worker starts at once.
-	worker, err := g.spawnShim(groupWorker, out, os.Stderr, msg{Op: opInit, Gated: !init.Ungated, Argv: init.WorkerArgv, Env: init.WorkerEnv})
+	worker, err := g.spawnShim(groupWorker, devnull, out, os.Stderr, msg{Op: opInit, Gated: !init.Ungated, Argv: init.WorkerArgv, Env: init.WorkerEnv})
 	if err == nil && init.Ungated {
 		worker.started = true
 	}
@@ -137,7 +145,8 @@ func (g *guardian) leafOf(grp *shimGroup) *leaf {
 	return g.cg.leaves[grp.name]
 }
 
-func (g *guardian) spawnShim(name string, out, errf *os.File, init msg) (*shimGroup, error) {
+// spawnShim starts a group's shim; in becomes its program's stdin.
+func (g *guardian) spawnShim(name string, in, out, errf *os.File, init msg) (*shimGroup, error) {
 	mine, theirs, err := socketpair()
 	if err != nil {
 		return nil, err
@@ -147,7 +156,7 @@ func (g *guardian) spawnShim(name string, out, errf *os.File, init msg) (*shimGr
 		return nil, fmt.Errorf("open %s: %w", os.DevNull, err)
 	}
 	defer devnull.Close()
-	files := []*os.File{devnull, devnull, os.Stderr, theirs, out, errf}
+	files := []*os.File{in, devnull, os.Stderr, theirs, out, errf}
 	if g.cg != nil {
 		// The shim stays outside the leaf (it must outlive cgroup.kill to reap);
 		// it gets the leaf as fd 6 and starts its program inside it.
@@ -160,8 +169,12 @@ func (g *guardian) spawnShim(name string, out, errf *os.File, init msg) (*shimGr
 		files = append(files, lf)
 		init.Leaf, init.Join = l.dir, g.backend.Join
 	}
+	exe, err := selfExe()
+	if err != nil {
+		return nil, err
+	}
 	g.mu.Lock() // the shim must be registered before the reaper can see it exit
-	pid, err := startHelper(ShimArg, files, false)
+	pid, err := startHelper(exe, ShimArg, files, false)
 	grp := &shimGroup{name: name, pid: pid, conn: newConn(mine), gone: make(chan struct{})}
 	if err == nil {
 		g.groups[name] = grp

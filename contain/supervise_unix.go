@@ -85,10 +85,18 @@ func openHost(cfg Config, events, workerOut *os.File) (host, error) {
 			h.backstopFired <- struct{}{}
 		}
 	}()
-	h.link, h.runName, err = launchGuardian(msg{Argv: cfg.Hold, Env: cfg.Env,
+	argv, env, holdIn, err := holdLaunch(cfg)
+	if err != nil {
+		h.backstop.Close()
+		return nil, err
+	}
+	if holdIn != nil {
+		defer holdIn.Close()
+	}
+	h.link, h.runName, err = launchGuardian(msg{Argv: argv, Env: env,
 		WorkerArgv: []string{cfg.Worker}, WorkerEnv: workerEnv(cfg.Env),
 		Backend: &cfg.Backend, GraceMs: cfg.Grace.Milliseconds(), ProofMs: cfg.ProofBound.Milliseconds()},
-		events, workerOut, cfg.Interlock)
+		holdIn, events, workerOut, cfg.Interlock)
 	if h.link == nil {
 		h.backstop.Close()
 		return nil, err
@@ -105,6 +113,47 @@ func openHost(cfg Config, events, workerOut *os.File) (host, error) {
 	}()
 	return h, err
 }
+
+// holdLaunch is how the hold is started. The embedded hold is this binary,
+// named by selfExe so that its shim starts it from its own image (helperImage:
+// non-dumpable from its first instruction), and it gets the bearer token on
+// its stdin (tokenHandover), a pipe that holds nothing else; any other hold
+// command gets the environment as it is, the user's choice.
+func holdLaunch(cfg Config) (argv, env []string, stdin *os.File, err error) {
+	if !cfg.EmbeddedHold {
+		return cfg.Hold, cfg.Env, nil, nil
+	}
+	exe, err := selfExe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	argv = append([]string{exe}, cfg.Hold[1:]...)
+	env, token := tokenHandover(cfg.Env)
+	if token == "" {
+		return argv, env, nil, nil
+	}
+	// The whole token must fit the pipe: nobody reads it before the hold runs.
+	if len(token) > maxHandedToken {
+		return nil, nil, nil, fmt.Errorf("OCTOSTORE_TOKEN is longer than %d bytes; put it in a file named by OCTOSTORE_TOKEN_FILE", maxHandedToken)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("create the token pipe: %w", err)
+	}
+	_, err = w.WriteString(token)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		r.Close()
+		return nil, nil, nil, fmt.Errorf("hand the bearer token over: %w", err)
+	}
+	return argv, env, r, nil
+}
+
+// maxHandedToken stays below the smallest pipe buffer (one page on the
+// oldest kernels).
+const maxHandedToken = 4096
 
 func (h *guardianHost) notes() <-chan msg   { return h.link.notes }
 func (h *guardianHost) lost() <-chan string { return h.lostCh }
@@ -211,10 +260,11 @@ func sweepStale(b Backend, _ time.Duration, diag io.Writer) {
 }
 
 // launchGuardian starts the guardian in its own session and hands it the run: the
-// hold's event pipe (write end), where the worker's output goes, and init. The
+// hold's stdin (nil: /dev/null), the hold's event channel (write end), where the
+// worker's output goes, and init. The
 // returned link is live even on error when the guardian started, so the caller
 // can still contain whatever it began.
-func launchGuardian(init msg, events, workerOut, interlock *os.File) (*link, string, error) {
+func launchGuardian(init msg, holdIn, events, workerOut, interlock *os.File) (*link, string, error) {
 	mine, theirs, err := socketpair()
 	if err != nil {
 		return nil, "", err
@@ -228,14 +278,22 @@ func launchGuardian(init msg, events, workerOut, interlock *os.File) (*link, str
 	if events == nil {
 		events = devnull
 	}
+	if holdIn == nil {
+		holdIn = devnull
+	}
+	exe, release, err := helperImage()
+	if err != nil {
+		return nil, "", fmt.Errorf("detached guardian could not be armed: %w", err)
+	}
+	defer release()
 	l := newLink()
 	reaper(&l.mu, l.onReapedLocked)
 	l.mu.Lock() // registered before the reaper can see it exit
-	files := []*os.File{devnull, devnull, os.Stderr, theirs, events, workerOut}
+	files := []*os.File{holdIn, devnull, os.Stderr, theirs, events, workerOut}
 	if interlock != nil {
 		files = append(files, interlock) // fdInterlock
 	}
-	l.pid, err = startHelper(GuardianArg, files, true)
+	l.pid, err = startHelper(exe, GuardianArg, files, true)
 	l.mu.Unlock()
 	if err != nil {
 		return nil, "", fmt.Errorf("detached guardian could not be armed: %w", err)

@@ -173,6 +173,7 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 		if cfg.Hold, cfg.Interlock, err = embeddedHold(c, kind, cfg.Name, args[1], env); err != nil {
 			return cfg, err
 		}
+		cfg.EmbeddedHold = true
 	} else {
 		hold, err := exec.LookPath(cfg.Hold[0])
 		if err != nil {
