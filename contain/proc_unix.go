@@ -134,13 +134,9 @@ func socketpair() (*os.File, *os.File, error) {
 	return os.NewFile(uintptr(fds[0]), "ctl"), os.NewFile(uintptr(fds[1]), "ctl-peer"), nil
 }
 
-// startHelper re-executes this binary as a helper with the given descriptors as
-// fds 0..n and its own process group.
-func startHelper(arg string, files []*os.File, setsid bool) (int, error) {
-	exe, err := selfExe()
-	if err != nil {
-		return 0, err
-	}
+// startHelper re-executes this binary (exe: selfExe or helperImage) as a helper
+// with the given descriptors as fds 0..n and its own process group.
+func startHelper(exe, arg string, files []*os.File, setsid bool) (int, error) {
 	fds := make([]uintptr, len(files))
 	for i, f := range files {
 		fds[i] = f.Fd()

@@ -22,7 +22,7 @@ import (
 // its tree may hold anything: the guardian kills it after proving the tree empty.
 // If the guardian disappears it kills its own tree first (fail closed).
 func ShimMain() int {
-	adoptInherited(fdCtl, fdOut, fdErr, fdLeaf)
+	adoptInherited(0, fdCtl, fdOut, fdErr, fdLeaf)
 	platform.ReserveThreads(reservedThreads)
 	if err := platform.BecomeSubreaper(); err != nil {
 		fmt.Fprintf(os.Stderr, "octostore-supervisor shim: %v\n", err)
@@ -109,13 +109,10 @@ func startProgram(p program) (int, error) {
 			return 0, fmt.Errorf("deadline passed before the worker could start")
 		}
 	}
-	devnull, err := os.Open(os.DevNull)
-	if err != nil {
-		return 0, fmt.Errorf("open %s: %w", os.DevNull, err)
-	}
-	defer devnull.Close()
 	// The child has its copies; ours would keep the event pipe open after the hold
-	// exits and hide its end-of-stream from the supervisor.
+	// exits and hide its end-of-stream from the supervisor, and our stdin (the
+	// program's: /dev/null, or the embedded hold's token) is for it alone.
+	defer unix.Close(0)
 	defer unix.Close(fdOut)
 	defer unix.Close(fdErr)
 	defer unix.Close(fdLeaf)
@@ -136,7 +133,7 @@ func startProgram(p program) (int, error) {
 				}
 			}
 			pid, _, err := syscall.StartProcess(path, argv, &syscall.ProcAttr{
-				Env: p.env, Files: []uintptr{devnull.Fd(), fdOut, fdErr}, Sys: sys,
+				Env: p.env, Files: []uintptr{0, fdOut, fdErr}, Sys: sys,
 			})
 			done <- result{pid, err}
 		}()
