@@ -21,49 +21,46 @@ func leaderExitInBackground(dir string) string {
 		bins.esc, filepath.Join(dir, "pids"), hb, hb)
 }
 
-// A command that leaves behind a process whose main thread has exited while
-// another thread runs on: `run` kills it, under both backends, and reports
-// proven_empty only once it is really gone.
-func TestRunKillsLeaderExitEscapee(t *testing.T) {
+// A process whose main thread has exited while another thread runs on, left
+// behind by `run`'s command or by a supervised worker that exits 0: it is
+// killed under both backends before the run ends (the summary, or released),
+// and proven_empty is reported only once it is really gone.
+func TestLeaderExitEscapeeKilled(t *testing.T) {
 	t.Parallel()
-	for _, backend := range []string{"cgroup", "process-group"} {
-		t.Run(backend, func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			r := startCLI(t, dir, 0, "run", "--json", "--containment", backend, "--", "/bin/sh", "-c", leaderExitInBackground(dir))
-			require.Equal(t, 0, r.wait(bound), r.stderr())
-			cont, ok := r.line("run")["containment"].(map[string]any)
-			require.True(t, ok, "no containment object: %s", r.out.String())
-			require.Equal(t, backend, cont["backend"])
-			require.Equal(t, true, cont["proven_empty"], r.stderr())
-			require.GreaterOrEqual(t, num(cont, "killed"), float64(1))
-			requireLeaderExitEnded(t, dir)
-		})
-	}
-}
-
-// The same escapee left by a supervised worker that exits 0: the run ends with
-// released, and the escapee was killed before it.
-func TestSupervisedWorkerLeavesLeaderExitEscapee(t *testing.T) {
-	t.Parallel()
-	for _, backend := range []string{"cgroup", "process-group"} {
-		t.Run(backend, func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
+	for _, c := range []struct {
+		name  string
+		event string // the line whose containment object reports the teardown
+		args  func(dir, backend string) []string
+	}{
+		{"run", "run", func(dir, backend string) []string {
+			return []string{"run", "--json", "--containment", backend, "--", "/bin/sh", "-c", leaderExitInBackground(dir)}
+		}},
+		{"supervised worker exits 0", "released", func(dir, backend string) []string {
 			worker := filepath.Join(dir, "worker.sh")
 			require.NoError(t, os.WriteFile(worker, []byte("#!/bin/sh\n"+leaderExitInBackground(dir)+"\n"), 0o755))
-			r := startCLI(t, dir, 0, "election", "--containment", backend, "room", "agent", worker, "--",
-				bins.hold, "--pidfile", filepath.Join(dir, "hold.pids"), "emit:leader,term=1,budget=20000")
-			require.Equal(t, 0, r.wait(bound), r.stderr())
-			require.Equal(t, []string{"leader", "released"}, r.events())
-			rel := r.line("released")
-			require.EqualValues(t, 0, rel["worker_exit_code"])
-			cont := rel["containment"].(map[string]any)
-			require.Equal(t, backend, cont["backend"])
-			require.Equal(t, true, cont["proven_empty"], r.stderr())
-			require.GreaterOrEqual(t, num(cont, "killed"), float64(1))
-			requireLeaderExitEnded(t, dir)
-		})
+			return []string{"election", "--containment", backend, "room", "agent", worker, "--",
+				bins.hold, "--pidfile", filepath.Join(dir, "hold.pids"), "emit:leader,term=1,budget=20000"}
+		}},
+	} {
+		for _, backend := range []string{"cgroup", "process-group"} {
+			t.Run(c.name+"/"+backend, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				r := startCLI(t, dir, 0, c.args(dir, backend)...)
+				require.Equal(t, 0, r.wait(bound), r.stderr())
+				line := r.line(c.event)
+				if c.event == "released" {
+					require.Equal(t, []string{"leader", "released"}, r.events())
+					require.EqualValues(t, 0, line["worker_exit_code"])
+				}
+				cont, ok := line["containment"].(map[string]any)
+				require.True(t, ok, "no containment object: %s", r.out.String())
+				require.Equal(t, backend, cont["backend"])
+				require.Equal(t, true, cont["proven_empty"], r.stderr())
+				require.GreaterOrEqual(t, num(cont, "killed"), float64(1))
+				requireLeaderExitEnded(t, dir)
+			})
+		}
 	}
 }
 
