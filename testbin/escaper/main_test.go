@@ -377,6 +377,7 @@ func TestBadFlags(t *testing.T) {
 		{"negative setuid", nil, []string{"--setuid", "-1"}},
 		{"setuid out of range", nil, []string{"--setuid", "4294967295"}},
 		{"negative light-tree", nil, []string{"--light-tree", "-1"}},
+		{"leader-exit without a heartbeat path", nil, []string{"--leader-exit="}},
 		{"migrant without log", nil, []string{"--escaper-child=migrant"}},
 		{"setuid child without uid", nil, []string{"--escaper-child=setuid"}},
 		{"windows detached", nil, []string{"--detached"}},
