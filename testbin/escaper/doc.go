@@ -164,9 +164,10 @@
 // leads its process group, as setsid(2) does; --setpgid is then a no-op.
 //
 // Exit codes: 64 for bad flags (one line on stderr) and for modes this OS
-// does not support (--migrate-cgroup needs Linux, --light-tree Linux or
-// macOS, --leader-exit Linux, the session, group, signal, /proc and identity modes a Unix, the
-// Windows modes Windows); 75 when --breakaway was refused; 70
+// does not support (--migrate-cgroup and --leader-exit need Linux,
+// --light-tree Linux or macOS, the session, group, signal, /proc and
+// identity modes a Unix, the Windows modes Windows); 75 when --breakaway was
+// refused; 70
 // when a requested action fails at run time (a --light-tree fork, say, but
 // not a refused cgroup move or setuid, which are logged); --exit CODE; 0
 // after --term-exits handled a signal.
