@@ -120,13 +120,15 @@ const firstStragglerLook = 20 * time.Millisecond
 // the kernel reports dir unpopulated, within proof. Whatever cgroup.kill leaves
 // behind is killed one by one while it waits.
 //
-// cgroup.kill does leave some: it signals each listed process through its
-// leader task alone (a thread-directed SIGKILL), and a leader that already
-// exited - the raw exit syscall, or pthread_exit in main, while other threads
-// run on - is exiting, so the kernel neither delivers to it nor passes the
-// signal on to a live thread of its group. cgroup.procs keeps listing such a
-// leader while any of its threads lives, and a SIGKILL through its pidfd is
-// group-wide like kill(2), so that is what ends it.
+// cgroup.kill does leave some. The kernel (__cgroup_kill, 6.18) walks the
+// listed processes and sends each a thread-directed SIGKILL (send_sig) to its
+// leader task alone, skipping a task that already has one pending. A leader
+// that has exited - the raw exit syscall, or pthread_exit in main, while other
+// threads run on - is an exiting task: the signal is queued on it, never
+// passed on to a live thread of its group, and every later cgroup.kill skips
+// it as already dying. cgroup.procs keeps listing such a leader while any of
+// its threads lives, and a SIGKILL through its pidfd is group-wide like
+// kill(2), so that is what ends it.
 func killCgroup(m *cgroup2.Manager, dir string, proof time.Duration) (bool, error) {
 	deadline := time.Now().Add(proof)
 	if populated, err := platform.CgroupPopulated(dir); err != nil || !populated {
