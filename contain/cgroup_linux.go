@@ -103,16 +103,89 @@ func (l *leaf) members() []int {
 	return out
 }
 
-// killAndWait kills every process in the leaf at once (cgroup.kill; the library
-// freezes, kills and thaws where the kernel lacks it), then waits until the kernel
-// reports the leaf unpopulated. It returns the pids the leaf held.
+// killAndWait kills every process in the leaf (see killCgroup) and waits until
+// the kernel reports it unpopulated. It returns the pids the leaf held.
 func (l *leaf) killAndWait(proof time.Duration) ([]int, bool, error) {
 	pids := l.members()
-	if err := l.m.Kill(); err != nil {
-		return pids, false, err
-	}
-	empty, err := platform.WaitCgroupEmpty(l.dir, proof)
+	empty, err := killCgroup(l.m, l.dir, proof)
 	return pids, empty, err
+}
+
+// firstStragglerLook is how long killCgroup lets cgroup.kill work before it
+// looks for processes that survived it; the wait doubles after each look.
+const firstStragglerLook = 20 * time.Millisecond
+
+// killCgroup kills every process in dir and below at once (cgroup.kill; the
+// library freezes, kills and thaws where the kernel lacks it), then waits until
+// the kernel reports dir unpopulated, within proof. Whatever cgroup.kill leaves
+// behind is killed one by one while it waits.
+//
+// cgroup.kill does leave some. The kernel (__cgroup_kill, 6.18) walks the
+// listed processes and sends each a thread-directed SIGKILL (send_sig) to its
+// leader task alone, skipping a task that already has one pending. A leader
+// that has exited - the raw exit syscall, or pthread_exit in main, while other
+// threads run on - is an exiting task: the signal is queued on it, never
+// passed on to a live thread of its group, and every later cgroup.kill skips
+// it as already dying. cgroup.procs keeps listing such a leader while any of
+// its threads lives, and a SIGKILL through its pidfd is group-wide like
+// kill(2), so that is what ends it.
+func killCgroup(m *cgroup2.Manager, dir string, proof time.Duration) (bool, error) {
+	deadline := time.Now().Add(proof)
+	if populated, err := platform.CgroupPopulated(dir); err != nil || !populated {
+		return err == nil, err
+	}
+	if err := m.Kill(); err != nil {
+		return false, fmt.Errorf("kill %s: %w", dir, err)
+	}
+	for wait := firstStragglerLook; ; wait *= 2 {
+		left := max(time.Until(deadline), 0)
+		empty, err := platform.WaitCgroupEmpty(dir, min(wait, left))
+		if err != nil || empty || left <= wait {
+			return empty, err
+		}
+		if err := killStragglers(m); err != nil {
+			return false, fmt.Errorf("kill what cgroup.kill left in %s: %w", dir, err)
+		}
+	}
+}
+
+// stragglerBatch bounds the pidfds killStragglers holds open at once.
+const stragglerBatch = 1024
+
+// killStragglers SIGKILLs the processes m and its descendants list, each
+// through a pidfd that is known to name a member: the pidfds are opened first,
+// then the cgroup is listed again, and only a pid still listed is signalled. A
+// pid that was reaped and reused by a process elsewhere in between is not
+// listed any more; if it was reused inside the cgroup, the pidfd names a dead
+// process and the new member is found on the next look.
+func killStragglers(m *cgroup2.Manager) error {
+	listed, err := m.Procs(true)
+	if err != nil {
+		return err
+	}
+	for len(listed) > 0 {
+		batch := listed[:min(len(listed), stragglerBatch)]
+		listed = listed[len(batch):]
+		fds := make(map[uint64]int, len(batch))
+		for _, pid := range batch {
+			if fd, err := unix.PidfdOpen(int(pid), 0); err == nil {
+				fds[pid] = fd
+			}
+		}
+		still, err := m.Procs(true)
+		for _, pid := range still {
+			if fd, ok := fds[pid]; ok && err == nil {
+				_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+			}
+		}
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // killRun kills a whole run (all its leaves: cgroup.kill is recursive) and waits
@@ -257,12 +330,7 @@ func sweepRun(b Backend, dir string, mode sweepMode, proof time.Duration) (s Sta
 		}
 		return removeSwept(dir, s), true, nil
 	}
-	if len(procs) > 0 {
-		if err := m.Kill(); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return s, true, fmt.Errorf("kill %s: %w", dir, err)
-		}
-	}
-	if s.ProvenEmpty, err = platform.WaitCgroupEmpty(dir, proof); err != nil {
+	if s.ProvenEmpty, err = killCgroup(m, dir, proof); err != nil {
 		return s, !gone(err), ignoreIf(gone(err), err) // removed by a concurrent sweep once it was empty
 	}
 	if s.ProvenEmpty {

@@ -44,6 +44,11 @@ type Config struct {
 	Candidate string   // "" for locks
 	Worker    string   // absolute or relative path of an executable file; run with no arguments
 	Hold      []string // hold command and its arguments
+	// EmbeddedHold says Hold is this program's own hold (Hold[0] is this
+	// binary). It is started from the helpers' own image, so it is
+	// non-dumpable from its first instruction, and it gets the bearer token on
+	// its stdin instead of in its environment.
+	EmbeddedHold bool
 
 	Grace         time.Duration // TERM -> KILL grace, also part of every deadline's reserve
 	SilenceCap    time.Duration // locks only: a deadline is never armed further out than this

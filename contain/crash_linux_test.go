@@ -65,14 +65,20 @@ func TestH3FrozenSupervisorThenKilled(t *testing.T) {
 }
 
 // H4: the guardian is frozen past the kill deadline (2600 ms: TERM +1350, KILL
-// +2350); on waking it kills at once, without granting a fresh grace.
+// +2350); on waking it kills at once, without granting a fresh grace. The
+// supervisor is frozen first and resumed last: awake, it would see its
+// guardian stopped and contain everything itself at once
+// (TestStoppedGuardianNoticedAndContained).
 func TestH4GuardianFrozenPastKillDeadline(t *testing.T) {
 	t.Parallel()
 	r := start(t, sc{worker: "--ignore-signals --child", hold: []string{"emit:leader,term=4,budget=2600"}})
 	r.waitEvent("leader", 5*time.Second)
-	g := guardianOf(t, r.cmd.Process.Pid)
-	require.NoError(t, syscall.Kill(g, syscall.SIGSTOP))
+	sup := r.cmd.Process.Pid
+	g := guardianOf(t, sup)
 	waitRecorded(t, r.dir+"/pids", 2)
+	require.NoError(t, syscall.Kill(sup, syscall.SIGSTOP))
+	waitStopped(t, sup, 5*time.Second)
+	require.NoError(t, syscall.Kill(g, syscall.SIGSTOP))
 	time.Sleep(time.Until(r.began.Add(3 * time.Second)))
 	require.NoError(t, syscall.Kill(g, syscall.SIGCONT))
 	resumed := time.Now()
@@ -81,6 +87,7 @@ func TestH4GuardianFrozenPastKillDeadline(t *testing.T) {
 		require.Less(t, time.Since(resumed), 2*time.Second, "no fresh grace after the kill deadline")
 		time.Sleep(5 * time.Millisecond)
 	}
+	require.NoError(t, syscall.Kill(sup, syscall.SIGCONT))
 	require.Equal(t, 20, r.wait(bound), r.stderr())
 	require.Equal(t, []string{"leader"}, r.events())
 }
@@ -140,15 +147,17 @@ func TestH7SupervisorAndGuardianKilled(t *testing.T) {
 	requireAllDeadWithin(t, r.dir, 3*time.Second)
 }
 
-// H8: the guardian is frozen and the hold is silent; the supervisor notices that
-// the deadline passed unenforced, kills the guardian and contains everything.
+// H8: the guardian is frozen and the hold is silent; the supervisor notices the
+// frozen guardian (the kernel reports its child stopped; before issue 10 it was
+// its backstop timer after the deadline passed unenforced), kills the guardian
+// and contains everything.
 func TestH8GuardianFrozenSilentHold(t *testing.T) {
 	t.Parallel()
 	r := start(t, sc{worker: "--ignore-signals --child", hold: []string{"emit:leader,term=4,budget=3000"}})
 	r.waitEvent("leader", 5*time.Second)
 	require.NoError(t, syscall.Kill(guardianOf(t, r.cmd.Process.Pid), syscall.SIGSTOP))
 	require.Equal(t, 20, r.wait(bound), r.stderr())
-	require.Contains(t, r.stderr(), "did not enforce the authority deadline")
+	require.Contains(t, r.stderr(), "the guardian was stopped and can enforce nothing")
 	require.Equal(t, []string{"leader", "uncertain"}, r.events())
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
@@ -45,6 +46,7 @@ func TestJEscapeMatrix(t *testing.T) {
 		{"4.2-9 zombie factory", "--ignore-signals --zombies 50", 1},
 		{"4.3-17 child moves itself to another cgroup", "--ignore-signals --migrate-cgroup --migrate-log {dir}/migrate", 2},
 		{"4.3-18 setuid-style helper changes uid", "--ignore-signals --setuid 65534", 2},
+		{"Zl: leader thread exits, another runs on", "--ignore-signals --leader-exit {dir}/heartbeat", 1},
 	}
 	type row struct {
 		mode, backend     string
@@ -70,7 +72,11 @@ func TestJEscapeMatrix(t *testing.T) {
 		for _, m := range modes {
 			t.Run(backend+"/"+m.name, func(t *testing.T) {
 				t.Parallel()
-				r := start(t, sc{flags: []string{"--containment", backend}, worker: m.worker, hold: lostAfterSetup})
+				hold, leaderExit := lostAfterSetup, strings.Contains(m.worker, "--leader-exit")
+				if leaderExit {
+					hold = lostAfterLeaderExit
+				}
+				r := start(t, sc{flags: []string{"--containment", backend}, worker: m.worker, hold: hold})
 				code := r.wait(bound)
 				alive := aliveRecorded(pidsIn(r.dir + "/pids"))
 				var c map[string]any
@@ -84,9 +90,44 @@ func TestJEscapeMatrix(t *testing.T) {
 				require.Equal(t, backend, c["backend"])
 				require.GreaterOrEqual(t, int(num(c, "killed")), m.min)
 				require.Empty(t, alive)
+				if leaderExit {
+					requireLeaderExitEnded(t, r.dir)
+				}
 			})
 		}
 	}
+}
+
+// lostAfterLeaderExit is lostAfterSetup for --leader-exit: the loss comes once
+// the worker's leader thread is gone and its heartbeat thread runs on.
+var lostAfterLeaderExit = []string{"emit:leader,term=5,budget=20000", "waitfile:{dir}/heartbeat", "emit:lost,term=5,reason=lease_not_current"}
+
+// requireLeaderExitEnded proves that the escaper run with --leader-exit
+// {dir}/heartbeat had really escaped - its heartbeat shows the leader gone (Z)
+// while threads ran on - and that the process is now gone from the process
+// table: not a zombie with live threads, nor one waiting to be reaped. The
+// oracle does not rely on platform.Proc.Dead, which is what is under test.
+func requireLeaderExitEnded(t *testing.T, dir string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "heartbeat"))
+	require.NoError(t, err)
+	f := strings.Fields(string(b))
+	require.Len(t, f, 3, "heartbeat %q", b)
+	require.Equal(t, "Z", f[1], "heartbeat %q", b)
+	require.NotEqual(t, "1", f[2], "heartbeat %q: the leader exited with no thread left", b)
+	var recs []recorded
+	for _, rec := range pidsIn(filepath.Join(dir, "pids")) {
+		if rec.role == "worker" {
+			recs = append(recs, rec)
+		}
+	}
+	require.Len(t, recs, 1)
+	w := recs[0]
+	proctest.WaitFor(t, bound, fmt.Sprintf("the --leader-exit process %d gone", w.pid), func() bool {
+		proctest.Reap(w.record()) // if it was orphaned to the test process
+		p, err := platform.NewProcReader().Stat(w.pid)
+		return err != nil || p.StartTicks != w.start
+	})
 }
 
 func num(m map[string]any, k string) float64 {

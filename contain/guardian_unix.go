@@ -49,12 +49,13 @@ type shimGroup struct {
 	fam     *family // macOS: the group followed beyond parent links; nil on Linux
 }
 
-// GuardianMain is the guardian process. Descriptors: 3 the supervisor's socket,
-// 4 the event pipe's write end (the hold's stdout), 5 the worker's stdout.
+// GuardianMain is the guardian process. Descriptors: 0 the hold's stdin, 3 the
+// supervisor's socket, 4 the event channel's write end (the hold's stdout), 5
+// the worker's stdout.
 func GuardianMain() int {
 	diag := os.Stderr
 	platform.ReserveThreads(reservedThreads)
-	if err := errors.Join(adoptInherited(), platform.BecomeSubreaper()); err != nil {
+	if err := errors.Join(adoptInherited(0), platform.BecomeSubreaper()); err != nil {
 		fmt.Fprintf(diag, "octostore-supervisor guardian: %v\n", err)
 		return ExitSoftware
 	}
@@ -100,6 +101,7 @@ func (g *guardian) startGroups(init msg) error {
 	out := os.NewFile(fdErr, "worker-out")
 	defer events.Close() // only the hold may hold the event pipe open
 	defer out.Close()
+	defer os.Stdin.Close() // the hold's stdin: it may hold the bearer token
 	groups := []string{groupWorker}
 	if len(init.Argv) > 0 {
 		groups = append(groups, groupHold)
@@ -112,15 +114,21 @@ func (g *guardian) startGroups(init msg) error {
 		g.cg = cg
 	}
 	if len(init.Argv) > 0 {
-		hold, err := g.spawnShim(groupHold, events, os.Stderr, msg{Op: opInit, Argv: init.Argv, Env: init.Env})
+		hold, err := g.spawnShim(groupHold, os.Stdin, events, os.Stderr, msg{Op: opInit, Argv: init.Argv, Env: init.Env})
 		if err != nil {
 			return err
 		}
 		hold.started = true
 	}
 	events.Close()
+	os.Stdin.Close()
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", os.DevNull, err)
+	}
+	defer devnull.Close()
 	// run mode has no authority: the worker starts at once.
-	worker, err := g.spawnShim(groupWorker, out, os.Stderr, msg{Op: opInit, Gated: !init.Ungated, Argv: init.WorkerArgv, Env: init.WorkerEnv,
+	worker, err := g.spawnShim(groupWorker, devnull, out, os.Stderr, msg{Op: opInit, Gated: !init.Ungated, Argv: init.WorkerArgv, Env: init.WorkerEnv,
 		Isolation: init.Isolation, NoNewPrivs: init.NoNewPrivs})
 	if err == nil && init.Ungated {
 		worker.started = true
@@ -136,7 +144,8 @@ func (g *guardian) leafOf(grp *shimGroup) *leaf {
 	return g.cg.leaves[grp.name]
 }
 
-func (g *guardian) spawnShim(name string, out, errf *os.File, init msg) (*shimGroup, error) {
+// spawnShim starts a group's shim; in becomes its program's stdin.
+func (g *guardian) spawnShim(name string, in, out, errf *os.File, init msg) (*shimGroup, error) {
 	mine, theirs, err := socketpair()
 	if err != nil {
 		return nil, err
@@ -146,7 +155,7 @@ func (g *guardian) spawnShim(name string, out, errf *os.File, init msg) (*shimGr
 		return nil, fmt.Errorf("open %s: %w", os.DevNull, err)
 	}
 	defer devnull.Close()
-	files := []*os.File{devnull, devnull, os.Stderr, theirs, out, errf}
+	files := []*os.File{in, devnull, os.Stderr, theirs, out, errf}
 	if g.cg != nil {
 		// The shim stays outside the leaf (it must outlive cgroup.kill to reap);
 		// it gets the leaf as fd 6 and starts its program inside it.
@@ -159,8 +168,12 @@ func (g *guardian) spawnShim(name string, out, errf *os.File, init msg) (*shimGr
 		files = append(files, lf)
 		init.Leaf, init.Join = l.dir, g.backend.Join
 	}
+	exe, err := selfExe()
+	if err != nil {
+		return nil, err
+	}
 	g.mu.Lock() // the shim must be registered before the reaper can see it exit
-	pid, err := startHelper(ShimArg, files, false)
+	pid, err := startHelper(exe, ShimArg, files, false)
 	grp := &shimGroup{name: name, pid: pid, conn: newConn(mine), gone: make(chan struct{})}
 	if err == nil {
 		g.groups[name] = grp
@@ -205,8 +218,11 @@ func (g *guardian) loop() int {
 		case m, ok := <-mainIn:
 			if !ok {
 				// The supervisor is gone: nobody is left to read events or print, so
-				// contain everything now, within the grace.
-				g.containAll()
+				// contain everything now, within the grace, and say so on the
+				// stderr we share with it: nothing else will.
+				began := time.Now()
+				rep := g.containAll()
+				fmt.Fprintln(os.Stderr, orphanedLine(rep, time.Since(began)))
 				return 0
 			}
 			if m.Op == opExit {
@@ -463,9 +479,10 @@ func (g *guardian) killShim(grp *shimGroup) {
 // sweeps anything else left below the guardian. A group whose teardown already
 // ran to the proof bound is not tried again: its survivors were reported, and
 // waiting out the bound a second time would only delay that verdict.
-func (g *guardian) containAll() {
+func (g *guardian) containAll() Report {
 	var wg sync.WaitGroup
 	var unproven []int
+	var swept []*shimGroup
 	for _, grp := range g.groups {
 		if grp.closed {
 			continue
@@ -476,6 +493,7 @@ func (g *guardian) containAll() {
 		}
 		until := g.termUntil(grp)
 		root, skip := g.rootOf(grp)
+		swept = append(swept, grp)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -483,10 +501,29 @@ func (g *guardian) containAll() {
 		}()
 	}
 	wg.Wait()
-	newSweeper().terminate(os.Getpid(), unproven, time.Now(), g.proof, os.Stderr)
+	rest := newSweeper().terminate(os.Getpid(), unproven, time.Now(), g.proof, os.Stderr)
+	rep := Report{Backend: g.backend.Name, ProvenEmpty: rest.ProvenEmpty && len(unproven) == 0}
+	for _, grp := range swept {
+		rep.merge(grp.report)
+		rep.ProvenEmpty = rep.ProvenEmpty && grp.report.ProvenEmpty
+	}
+	rep.merge(rest)
 	if g.cg != nil && len(unproven) == 0 {
 		g.cg.remove(os.Stderr)
 	}
+	return rep
+}
+
+// orphanedLine is what the guardian says after containing a run whose
+// supervisor died: the only account of it a user will get.
+func orphanedLine(rep Report, took time.Duration) string {
+	ms := took.Milliseconds()
+	if !rep.ProvenEmpty {
+		return fmt.Sprintf("octostore-supervisor guardian: the supervisor died; its worker and hold groups could NOT be proven empty (%s, %d processes killed, %d survivors, %d ms)",
+			rep.Backend, rep.Killed, len(rep.Survivors), ms)
+	}
+	return fmt.Sprintf("octostore-supervisor guardian: the supervisor died; its worker and hold groups were killed and proven empty (%s, %d processes killed, %d ms)",
+		rep.Backend, rep.Killed, ms)
 }
 
 // forward delivers sig to every live member of a group: its tree below the shim

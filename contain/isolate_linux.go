@@ -221,9 +221,19 @@ func PidInitMain(args []string) int {
 // mapOwnIDs maps our own uid and gid onto themselves in a fresh user
 // namespace (nil: there is none). setgroups must be denied first: an
 // unprivileged mapping may not let anyone drop a group that denies access.
+//
+// The init starts non-dumpable (it is exec'd from an image its user may not
+// read), and a non-dumpable process's /proc files are root's, its uid_map
+// included. So it is made dumpable for these three writes and non-dumpable
+// again right after (PidInitMain), before any worker code exists. Only
+// processes of its own user outside the namespace could attach meanwhile,
+// and they hold every capability over the user namespace they own anyway.
 func mapOwnIDs(own *WorkerUser) error {
 	if own == nil {
 		return nil
+	}
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_DUMPABLE, 1) to map our ids: %w", err)
 	}
 	for _, w := range []struct{ file, data string }{
 		{"/proc/self/setgroups", "deny"},

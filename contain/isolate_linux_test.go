@@ -113,9 +113,9 @@ func insideOf(t *testing.T, dir string) map[string]string {
 	return got
 }
 
-// supervisorSide lists the supervisor and every process below it outside the
+// sideBeyondWorker lists the supervisor and every process below it outside the
 // worker's group: the guardian, both shims and the hold.
-func supervisorSide(t *testing.T, sup int) []int {
+func sideBeyondWorker(t *testing.T, sup int) []int {
 	t.Helper()
 	var ps []platform.Proc
 	parent := map[int]int{}
@@ -163,7 +163,7 @@ func supervisorSide(t *testing.T, sup int) []int {
 // files: only --worker-user takes that away.
 func reachFrom(t *testing.T, r *run, rootWorker bool) {
 	t.Helper()
-	side := supervisorSide(t, r.cmd.Process.Pid)
+	side := sideBeyondWorker(t, r.cmd.Process.Pid)
 	var b strings.Builder
 	for _, pid := range side {
 		fmt.Fprintf(&b, "%d\n", pid)

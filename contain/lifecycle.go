@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/octostore-supervisor/supervisor/events"
 	"github.com/octostore-supervisor/supervisor/platform"
@@ -187,9 +188,9 @@ func (r *run) start() error {
 	}
 	r.readyFile = filepath.Join(r.readyDir, "ready")
 
-	evR, evW, err := os.Pipe()
+	evR, evW, err := eventChannel()
 	if err != nil {
-		return fmt.Errorf("create the event pipe: %w", err)
+		return fmt.Errorf("create the hold's event channel: %w", err)
 	}
 	workerOut := os.Stderr
 	if r.cfg.WorkerOutput == WorkerOutputInherit {
@@ -211,7 +212,11 @@ func (r *run) start() error {
 // workerEnv is the supervisor's environment without the holder's secrets and
 // without values the supervisor sets itself.
 func workerEnv(env []string) []string {
-	drop := append([]string{"OCTOSTORE_FENCING_TERM", "OCTOSTORE_SUPERVISOR_READY_FILE"}, SecretEnv...)
+	return withoutVars(env, append([]string{"OCTOSTORE_FENCING_TERM", "OCTOSTORE_SUPERVISOR_READY_FILE"}, SecretEnv...))
+}
+
+// withoutVars is env without the variables named in drop.
+func withoutVars(env, drop []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
@@ -220,6 +225,31 @@ func workerEnv(env []string) []string {
 		}
 	}
 	return out
+}
+
+// tokenHandover takes the bearer token out of the embedded hold's
+// environment, where /proc/<pid>/environ would show it: the hold reads it from
+// its stdin instead (OCTOSTORE_TOKEN_FILE=-, the client's own way of taking a
+// token from a pipe). The result is the hold's environment and the token to
+// hand over, "" when there is none or OCTOSTORE_TOKEN_FILE already names one
+// (the client prefers the file, so OCTOSTORE_TOKEN is just dropped). Values
+// that are not UTF-8 count as unset, as they do for the client.
+func tokenHandover(env []string) (holdEnv []string, token string) {
+	var tok string
+	var haveFile, haveTok bool
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch {
+		case envKeyEqual(k, "OCTOSTORE_TOKEN_FILE") && utf8.ValidString(v):
+			haveFile = true
+		case envKeyEqual(k, "OCTOSTORE_TOKEN") && utf8.ValidString(v):
+			tok, haveTok = v, true
+		}
+	}
+	if haveFile || !haveTok {
+		return withoutVars(env, []string{"OCTOSTORE_TOKEN"}), ""
+	}
+	return append(withoutVars(env, SecretEnv), "OCTOSTORE_TOKEN_FILE=-"), tok
 }
 
 func (r *run) readLines(f *os.File) {

@@ -20,6 +20,7 @@ type link struct {
 	replies chan msg
 	notes   chan msg
 	dead    chan struct{} // the socket closed: the guardian exited or was killed
+	stopped chan struct{} // the guardian was stopped: it can enforce nothing
 	mu      sync.Mutex    // held by the reaper around each wait
 	reaped  chan struct{}
 	lastID  uint64
@@ -27,7 +28,18 @@ type link struct {
 
 func newLink() *link {
 	return &link{replies: make(chan msg, 1), notes: make(chan msg, 16),
-		dead: make(chan struct{}), reaped: make(chan struct{})}
+		dead: make(chan struct{}), stopped: make(chan struct{}), reaped: make(chan struct{})}
+}
+
+// watchStop closes l.stopped when the guardian pid, our child, is stopped. A
+// stopped guardian keeps its socket open and answers nothing, and its deadline
+// timer fires into a process that cannot act: the run must not wait for it.
+func (l *link) watchStop(pid int) {
+	go func() {
+		if awaitStop(pid) {
+			close(l.stopped)
+		}
+	}()
 }
 
 // attach starts delivering the guardian's messages.
@@ -75,6 +87,8 @@ func (l *link) call(m msg, timeout time.Duration) (msg, error) {
 			return r, nil
 		case <-l.dead:
 			return msg{}, errGuardianLost
+		case <-l.stopped:
+			return msg{}, fmt.Errorf("%w: it was stopped", errGuardianLost)
 		case <-t.C:
 			return msg{}, fmt.Errorf("%w: no answer to %s within %v", errGuardianLost, m.Op, timeout)
 		}

@@ -40,12 +40,17 @@ const (
 	fdHostLock  = 7
 )
 
-// adoptInherited marks every inherited descriptor from 3 up close-on-exec. They
-// arrive without the flag (dup2 clears it), and one that leaked into a worker
-// or a hold would hand it the event pipe, a control channel, or whatever the
-// supervisor's own caller left open (`octostore-supervisor ... 7>secret`). The
-// helper keeps using its own; what it starts gets only what it passes in Files.
-func adoptInherited() error {
+// adoptInherited marks every inherited descriptor from 3 up, and also the
+// ones given (a helper's stdin, which may carry the embedded hold's token),
+// close-on-exec. They arrive without the flag (dup2 clears it), and one that
+// leaked into a worker or a hold would hand it the event pipe, a control
+// channel, or whatever the supervisor's own caller left open
+// (`octostore-supervisor ... 7>secret`). The helper keeps using its own; what
+// it starts gets only what it passes in Files.
+func adoptInherited(also ...int) error {
+	for _, fd := range also {
+		unix.CloseOnExec(fd)
+	}
 	if err := platform.CloexecFrom(3); err != nil {
 		return fmt.Errorf("inherited descriptors: %w", err)
 	}
@@ -137,13 +142,9 @@ func socketpair() (*os.File, *os.File, error) {
 	return os.NewFile(uintptr(fds[0]), "ctl"), os.NewFile(uintptr(fds[1]), "ctl-peer"), nil
 }
 
-// startHelper re-executes this binary as a helper with the given descriptors as
-// fds 0..n and its own process group.
-func startHelper(arg string, files []*os.File, setsid bool) (int, error) {
-	exe, err := selfExe()
-	if err != nil {
-		return 0, err
-	}
+// startHelper re-executes this binary (exe: selfExe or helperImage) as a helper
+// with the given descriptors as fds 0..n and its own process group.
+func startHelper(exe, arg string, files []*os.File, setsid bool) (int, error) {
 	fds := make([]uintptr, len(files))
 	for i, f := range files {
 		fds[i] = f.Fd()

@@ -25,7 +25,7 @@ import (
 // If the guardian disappears it kills its own tree first (fail closed).
 func ShimMain() int {
 	platform.ReserveThreads(reservedThreads)
-	if err := errors.Join(adoptInherited(), platform.BecomeSubreaper()); err != nil {
+	if err := errors.Join(adoptInherited(0), platform.BecomeSubreaper()); err != nil {
 		fmt.Fprintf(os.Stderr, "octostore-supervisor shim: %v\n", err)
 		return ExitSoftware
 	}
@@ -120,13 +120,10 @@ func startProgram(p program) (int, error) {
 	if err := beforeDeadline(p.fireMs); err != nil {
 		return 0, err
 	}
-	devnull, err := os.Open(os.DevNull)
-	if err != nil {
-		return 0, fmt.Errorf("open %s: %w", os.DevNull, err)
-	}
-	defer devnull.Close()
 	// The child has its copies; ours would keep the event pipe open after the hold
-	// exits and hide its end-of-stream from the supervisor.
+	// exits and hide its end-of-stream from the supervisor, and our stdin (the
+	// program's: /dev/null, or the embedded hold's token) is for it alone.
+	defer unix.Close(0)
 	defer unix.Close(fdOut)
 	defer unix.Close(fdErr)
 	defer unix.Close(fdLeaf)
@@ -146,7 +143,7 @@ func startProgram(p program) (int, error) {
 					return
 				}
 			}
-			files := []uintptr{devnull.Fd(), fdOut, fdErr}
+			files := []uintptr{0, fdOut, fdErr}
 			if p.startPipe != nil {
 				files = append(files, p.startPipe.Fd())
 			}

@@ -1,10 +1,13 @@
 package contain_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/octostore-supervisor/supervisor/events"
 )
 
 const bound = 15 * time.Second // generous: proves termination, not speed
@@ -52,6 +55,11 @@ func TestBProtocolViolations(t *testing.T) {
 	}{
 		{"B4 malformed after authority", "", []string{leader, "waitfile:{dir}/log", "raw:not json"}, "malformed or unsupported hold event", true},
 		{"B4 huge line", "", []string{leader, "waitfile:{dir}/log", "huge:70000"}, "longer than the supported maximum", true},
+		{"B4 line one byte over the limit", "", []string{leader, "waitfile:{dir}/log", "huge:" + strconv.Itoa(events.MaxLineBytes+1)}, "longer than the supported maximum", true},
+		// A line that never ends fails at the limit, well before the 8 s
+		// deadline would end the run with 20.
+		{"B4 endless line", "", []string{leader, "waitfile:{dir}/log", "endless"}, "longer than the supported maximum", true},
+		{"B4 endless line before authority", "", []string{"endless"}, "longer than the supported maximum", false},
 		{"B5 schema 2", "", []string{"emit:waiting,schema=2"}, "malformed or unsupported hold event", false},
 		{"B6 unknown event", "", []string{leader, "waitfile:{dir}/log", "emit:paused,term=7"}, "unknown hold event 'paused'", true},
 		{"B7 wrong name", "", []string{"emit:waiting,name=other"}, "does not match the expected coordination target", false},

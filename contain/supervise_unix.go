@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/octostore-supervisor/supervisor/events"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
@@ -35,6 +37,26 @@ func prepareSupervisor(cfg Config, diag io.Writer) error {
 		return err
 	}
 	return platform.SetNonDumpable()
+}
+
+// eventChannel is the hold's stdout (w) and the supervisor's end of it (r): a
+// stream socketpair, not a pipe. A pipe can be reopened through
+// /proc/<hold>/fd/1 by any process allowed to look at the hold (a same-user
+// worker when the hold is dumpable, as a hold command of the user's choosing
+// is); a socket cannot be opened that way at all (ENXIO), so nobody can write
+// events into the channel but the processes that inherited it.
+func eventChannel() (r, w *os.File, err error) {
+	if r, w, err = socketpair(); err != nil {
+		return nil, nil, err
+	}
+	// Events flow one way: the hold reads end-of-file on its stdout, never
+	// anything from us.
+	if err := unix.Shutdown(int(r.Fd()), unix.SHUT_WR); err != nil {
+		r.Close()
+		w.Close()
+		return nil, nil, fmt.Errorf("shutdown the event channel's return direction: %w", err)
+	}
+	return r, w, nil
 }
 
 // guardianHost is the unix host: a guardian process in its own session owns the
@@ -64,10 +86,18 @@ func openHost(cfg Config, events, workerOut *os.File, keep []*os.File) (host, er
 			h.backstopFired <- struct{}{}
 		}
 	}()
-	h.link, h.runName, err = launchGuardian(msg{Argv: cfg.Hold, Env: cfg.Env,
+	argv, env, holdIn, err := holdLaunch(cfg)
+	if err != nil {
+		h.backstop.Close()
+		return nil, err
+	}
+	if holdIn != nil {
+		defer holdIn.Close()
+	}
+	h.link, h.runName, err = launchGuardian(msg{Argv: argv, Env: env,
 		WorkerArgv: []string{cfg.Worker}, WorkerEnv: workerEnv(cfg.Env), Isolation: &cfg.Isolation,
 		Backend: &cfg.Backend, GraceMs: cfg.Grace.Milliseconds(), ProofMs: cfg.ProofBound.Milliseconds()},
-		events, workerOut, keep)
+		holdIn, events, workerOut, keep)
 	if h.link == nil {
 		h.backstop.Close()
 		return nil, err
@@ -76,12 +106,55 @@ func openHost(cfg Config, events, workerOut *os.File, keep []*os.File) (host, er
 		select {
 		case <-h.link.dead:
 			h.lostCh <- "detached guardian exited before reporting verified containment; using main-process fallback"
+		case <-h.link.stopped:
+			h.lostCh <- "the guardian was stopped and can enforce nothing; using main-process fallback"
 		case <-h.backstopFired:
 			h.lostCh <- "the guardian did not enforce the authority deadline; using main-process fallback"
 		}
 	}()
 	return h, err
 }
+
+// holdLaunch is how the hold is started. The embedded hold is this binary,
+// named by selfExe so that its shim starts it from its own image (helperImage:
+// non-dumpable from its first instruction), and it gets the bearer token on
+// its stdin (tokenHandover), a pipe that holds nothing else; any other hold
+// command gets the environment as it is, the user's choice.
+func holdLaunch(cfg Config) (argv, env []string, stdin *os.File, err error) {
+	if !cfg.EmbeddedHold {
+		return cfg.Hold, cfg.Env, nil, nil
+	}
+	exe, err := selfExe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	argv = append([]string{exe}, cfg.Hold[1:]...)
+	env, token := tokenHandover(cfg.Env)
+	if token == "" {
+		return argv, env, nil, nil
+	}
+	// The whole token must fit the pipe: nobody reads it before the hold runs.
+	if len(token) > maxHandedToken {
+		return nil, nil, nil, fmt.Errorf("OCTOSTORE_TOKEN is longer than %d bytes; put it in a file named by OCTOSTORE_TOKEN_FILE", maxHandedToken)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("create the token pipe: %w", err)
+	}
+	_, err = w.WriteString(token)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		r.Close()
+		return nil, nil, nil, fmt.Errorf("hand the bearer token over: %w", err)
+	}
+	return argv, env, r, nil
+}
+
+// maxHandedToken stays below the smallest pipe buffer (one page on the
+// oldest kernels).
+const maxHandedToken = 4096
 
 func (h *guardianHost) notes() <-chan msg   { return h.link.notes }
 func (h *guardianHost) lost() <-chan string { return h.lostCh }
@@ -196,10 +269,11 @@ func sweepStale(b Backend, _ time.Duration, diag io.Writer) {
 }
 
 // launchGuardian starts the guardian in its own session and hands it the run: the
-// hold's event pipe (write end), where the worker's output goes, and init. The
+// hold's stdin (nil: /dev/null), the hold's event channel (write end), where the
+// worker's output goes, and init. The
 // returned link is live even on error when the guardian started, so the caller
 // can still contain whatever it began.
-func launchGuardian(init msg, events, workerOut *os.File, keep []*os.File) (*link, string, error) {
+func launchGuardian(init msg, holdIn, events, workerOut *os.File, keep []*os.File) (*link, string, error) {
 	mine, theirs, err := socketpair()
 	if err != nil {
 		return nil, "", err
@@ -213,16 +287,25 @@ func launchGuardian(init msg, events, workerOut *os.File, keep []*os.File) (*lin
 	if events == nil {
 		events = devnull
 	}
+	if holdIn == nil {
+		holdIn = devnull
+	}
+	exe, release, err := helperImage()
+	if err != nil {
+		return nil, "", fmt.Errorf("detached guardian could not be armed: %w", err)
+	}
+	defer release()
 	l := newLink()
 	reaper(&l.mu, l.onReapedLocked)
 	l.mu.Lock() // registered before the reaper can see it exit
-	files := []*os.File{devnull, devnull, os.Stderr, theirs, events, workerOut}
+	files := []*os.File{holdIn, devnull, os.Stderr, theirs, events, workerOut}
 	files = append(files, keep...) // fdInterlock onwards
-	l.pid, err = startHelper(GuardianArg, files, true)
+	l.pid, err = startHelper(exe, GuardianArg, files, true)
 	l.mu.Unlock()
 	if err != nil {
 		return nil, "", fmt.Errorf("detached guardian could not be armed: %w", err)
 	}
+	l.watchStop(l.pid)
 	l.attach(newConn(mine))
 	name, err := nameRun(l.pid)
 	if err != nil {

@@ -23,6 +23,10 @@ const (
 	JoinArg     = "__octostore-join"
 )
 
+// eventChannel is the hold's stdout (w) and the supervisor's end of it (r): an
+// anonymous pipe, which no other process can open by name.
+func eventChannel() (r, w *os.File, err error) { return os.Pipe() }
+
 // GuardianMain refuses: there is no guardian on Windows.
 func GuardianMain() int {
 	fmt.Fprintln(os.Stderr, "octostore-supervisor: there is no guardian process on Windows")

@@ -37,11 +37,11 @@ func TestReadLine(t *testing.T) {
 		{name: "partial final line", input: "abc", limit: 8, want: []result{partial}},
 		{name: "partial after a good line", input: "a\nxyz", limit: 8, want: []result{got("a"), partial}},
 		{name: "exactly the limit", input: "1234\n", limit: 4, want: []result{got("1234"), eof}},
-		{name: "one over the limit, next line survives", input: "12345\nok\n", limit: 4, want: []result{tooLong, got("ok"), eof}},
-		{name: "long line across buffer refills", input: strings.Repeat("x", 100) + "\nnext\n", bufSize: 16, limit: 40, want: []result{tooLong, got("next"), eof}},
+		{name: "one over the limit", input: "12345\nok\n", limit: 4, want: []result{tooLong}},
+		{name: "long line across buffer refills", input: strings.Repeat("x", 100) + "\nnext\n", bufSize: 16, limit: 40, want: []result{tooLong}},
 		{name: "line spanning buffer refills within limit", input: strings.Repeat("y", 30) + "\n", bufSize: 16, limit: 40, want: []result{got(strings.Repeat("y", 30)), eof}},
-		{name: "long unterminated final line", input: strings.Repeat("z", 50), bufSize: 16, limit: 40, want: []result{tooLong, eof}},
-		{name: "default limit", input: strings.Repeat("d", MaxLineBytes) + "\n" + strings.Repeat("d", MaxLineBytes+1) + "\n", limit: 0, want: []result{got(strings.Repeat("d", MaxLineBytes)), tooLong, eof}},
+		{name: "long unterminated final line", input: strings.Repeat("z", 50), bufSize: 16, limit: 40, want: []result{tooLong}},
+		{name: "default limit", input: strings.Repeat("d", MaxLineBytes) + "\n" + strings.Repeat("d", MaxLineBytes+1) + "\n", limit: 0, want: []result{got(strings.Repeat("d", MaxLineBytes)), tooLong}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,6 +67,28 @@ func TestReadLine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// endless is a line that never ends: bytes for ever, no newline.
+type endless struct{ reads int }
+
+func (e *endless) Read(p []byte) (int, error) {
+	e.reads++
+	for i := range p {
+		p[i] = 'x'
+	}
+	return len(p), nil
+}
+
+// A hold that writes one line for ever is refused once the limit is passed,
+// not read for as long as it keeps writing.
+func TestReadLineEndlessLineFailsAtTheLimit(t *testing.T) {
+	src := &endless{}
+	br := bufio.NewReaderSize(src, 4096)
+	line, err := ReadLine(br, MaxLineBytes)
+	requireClass(t, err, ErrInvalid, msgLineTooLong)
+	require.Nil(t, line)
+	require.LessOrEqual(t, src.reads, MaxLineBytes/4096+1, "read past the limit")
 }
 
 type failingReader struct{ err error }

@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
@@ -140,5 +141,28 @@ func TestDelegatedByOwnershipAndMode(t *testing.T) {
 			}
 			require.ErrorContains(t, err, c.want)
 		})
+	}
+}
+
+// The state in /proc/PID/stat is the leader thread's: Z with num_threads above
+// one is a leader that left while its other threads run on, which is alive.
+func TestDeadByThreadGroup(t *testing.T) {
+	for _, c := range []struct {
+		state   string
+		threads int
+		dead    bool
+	}{
+		{"S", 1, false},
+		{"R", 4, false},
+		{"Z", 1, true},
+		{"Z", 2, false},
+		{"Z", 17, false},
+		{"X", 1, true},
+	} {
+		line := fmt.Appendf(nil, "4242 (w) %s 17 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 %d 0 987654 1000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n", c.state, c.threads)
+		p, err := parseStat(4242, line)
+		require.NoError(t, err)
+		require.Equal(t, c.threads, p.Threads)
+		require.Equal(t, c.dead, p.Dead(), "state %s with %d threads", c.state, c.threads)
 	}
 }

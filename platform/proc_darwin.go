@@ -24,7 +24,13 @@ type Proc struct {
 	Comm       string
 }
 
-// Dead reports whether the process can no longer run.
+// Dead reports whether the process can no longer run. Unlike Linux, where the
+// state shown is the leader thread's and a leader that left while its other
+// threads run on looks like a zombie (see the Linux Dead), XNU marks a process
+// SZOMB only in proc_exit, after its task's last thread has terminated: a
+// zombie here has no thread left, so the state alone judges the whole process.
+// (The raw exit syscall on macOS is exit(2) for the process, and pthread_exit
+// in main leaves the process running, not a zombie.)
 func (p Proc) Dead() bool { return p.State == 'Z' }
 
 // ProcReader reads the process table. It holds no state, so unlike the Linux

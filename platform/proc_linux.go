@@ -20,14 +20,24 @@ type Proc struct {
 	PPid       int
 	Pgid       int
 	Sid        int
-	State      byte // R, S, D, T, t, Z, X, ...
+	State      byte // R, S, D, T, t, Z, X, ...: the thread-group leader's state
+	Threads    int  // num_threads: the group's threads not yet released, the leader included
 	StartTicks uint64
 	Comm       string
 }
 
 // Dead reports whether the process can no longer run: a zombie waiting to be
 // reaped, or one already being torn down. Zombies are not survivors.
-func (p Proc) Dead() bool { return p.State == 'Z' || p.State == 'X' || p.State == 'x' }
+//
+// The state in /proc/PID/stat is the leader thread's alone. A leader that left
+// with the raw exit syscall (or pthread_exit) while other threads run shows Z
+// ("Zl" in ps) although the process runs on; the kernel keeps such a leader
+// unreaped until the last thread exits, so num_threads still counts it: 1 for a
+// real zombie, more while any thread lives. Such a process is alive; a
+// SIGKILL through its pid (a pidfd) reaches and ends the whole group.
+func (p Proc) Dead() bool {
+	return (p.State == 'Z' || p.State == 'X' || p.State == 'x') && p.Threads <= 1
+}
 
 // ProcReader reads /proc with one reusable buffer. gopsutil reads /proc/PID/stat
 // again for every field it returns, so ppid, state and start time would come from
@@ -80,7 +90,7 @@ func parseStat(pid int, b []byte) (Proc, error) {
 	}
 	p := Proc{Pid: pid, Comm: string(b[open+1 : end])}
 	fields := bytes.Fields(b[end+2:])
-	// fields[0] is field 3 (state); start time is field 22.
+	// fields[0] is field 3 (state); num_threads is field 20, start time 22.
 	if len(fields) < 20 || len(fields[0]) != 1 {
 		return Proc{}, fmt.Errorf("parse /proc/%d/stat: too few fields", pid)
 	}
@@ -91,6 +101,10 @@ func parseStat(pid int, b []byte) (Proc, error) {
 		if *dst, err = strconv.Atoi(string(fields[1+i])); err != nil {
 			return Proc{}, fmt.Errorf("parse /proc/%d/stat field %d: %w", pid, 4+i, err)
 		}
+	}
+	var ok bool
+	if p.Threads, ok = atoiPositive(fields[17]); !ok {
+		return Proc{}, fmt.Errorf("parse /proc/%d/stat num_threads: %q", pid, fields[17])
 	}
 	if p.StartTicks, err = strconv.ParseUint(string(fields[19]), 10, 64); err != nil {
 		return Proc{}, fmt.Errorf("parse /proc/%d/stat start time: %w", pid, err)

@@ -202,6 +202,7 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 			// Checked by embeddedHold already.
 			cfg.AcquireTimeout, _ = hold.ParseDuration(c.String("acquire-timeout"))
 		}
+		cfg.EmbeddedHold = true
 	} else {
 		hold, err := resolveProgram("hold command", cfg.Hold[0])
 		if err != nil {

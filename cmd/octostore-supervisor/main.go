@@ -16,6 +16,7 @@ import (
 	"github.com/octostore-supervisor/supervisor/hold"
 	"github.com/octostore-supervisor/supervisor/internal/cliorder"
 	"github.com/octostore-supervisor/supervisor/internal/holdcli"
+	"github.com/octostore-supervisor/supervisor/platform"
 )
 
 // version is stamped by the Makefile (-ldflags "-X main.version=...").
@@ -50,6 +51,14 @@ func main() {
 	// The embedded hold: the octostore client, run as the supervisor's hold
 	// process (see embeddedHold).
 	if len(os.Args) > 1 && os.Args[1] == HoldArg {
+		// Before anything else: its event channel and token are the
+		// supervisor's, not the worker's to take. (Started by a non-root
+		// supervisor it is non-dumpable from execve already: contain's
+		// helperImage.)
+		if err := platform.SetNonDumpable(); err != nil {
+			fmt.Fprintf(os.Stderr, "octostore-supervisor: embedded hold: %v\n", err)
+			os.Exit(contain.ExitSoftware)
+		}
 		args := append([]string{"octostore"}, os.Args[2:]...)
 		os.Exit(holdcli.Main(version, args, os.LookupEnv, holdcli.Streams{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}))
 	}

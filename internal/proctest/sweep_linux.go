@@ -56,7 +56,7 @@ func Describe(ps []platform.Proc) string {
 		if i > 0 {
 			b.WriteString("; ")
 		}
-		fmt.Fprintf(&b, "pid=%d ppid=%d pgrp=%d sid=%d state=%c start=%d comm=%s", p.Pid, p.PPid, p.Pgid, p.Sid, p.State, p.StartTicks, p.Comm)
+		fmt.Fprintf(&b, "pid=%d ppid=%d pgrp=%d sid=%d state=%c threads=%d start=%d comm=%s", p.Pid, p.PPid, p.Pgid, p.Sid, p.State, p.Threads, p.StartTicks, p.Comm)
 	}
 	return b.String()
 }

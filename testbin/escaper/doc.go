@@ -101,6 +101,18 @@
 //	                        START; with --ignore-signals they ignore
 //	                        SIGTERM/SIGINT/SIGHUP from birth (see below). For
 //	                        benchmarks that need thousands of processes
+//	--leader-exit PATH      (Linux) after everything else, the worker's main
+//	                        thread - the thread-group leader - ends with the
+//	                        raw exit syscall (SYS_EXIT, not exit_group) while a
+//	                        second thread runs on: /proc shows the leader in
+//	                        state Z with num_threads above 1 ("Zl" in ps). That
+//	                        thread rewrites PATH with "N Z THREADS" every
+//	                        10 ms, N counting up, from the moment it sees the
+//	                        leader gone, so PATH appears only once the escape
+//	                        is set up. Only a SIGKILL to the pid (or the end of
+//	                        the group) stops it; a supervisor that judges
+//	                        liveness by the leader's state alone takes it for
+//	                        a zombie
 //
 // Windows modes (refused elsewhere; the Unix-only modes above are refused on
 // Windows, where console control events take the place of signals):
@@ -169,9 +181,10 @@
 // leads its process group, as setsid(2) does; --setpgid is then a no-op.
 //
 // Exit codes: 64 for bad flags (one line on stderr) and for modes this OS
-// does not support (--migrate-cgroup needs Linux, --light-tree Linux or
-// macOS, the session, group, signal, /proc and identity modes a Unix, the
-// Windows modes Windows); 75 when --breakaway was refused; 70
+// does not support (--migrate-cgroup and --leader-exit need Linux,
+// --light-tree Linux or macOS, the session, group, signal, /proc and
+// identity modes a Unix, the Windows modes Windows); 75 when --breakaway was
+// refused; 70
 // when a requested action fails at run time (a --light-tree fork, say, but
 // not a refused cgroup move or setuid, which are logged); --exit CODE; 0
 // after --term-exits handled a signal.

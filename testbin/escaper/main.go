@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,6 +51,8 @@ const usage = `usage: escaper [flags]   (no arguments: flags from $ESCAPER_ARGS,
   --migrate-log PATH      where that child appends "migrate ok DEST"/"migrate fail DEST: err" (required)
   --setuid UID            spawn a child that calls setgroups([]), setgid(UID), setuid(UID)
   --light-tree N          start N /bin/sleep 3600 children, recorded as "PID START light"
+  --leader-exit PATH      (Linux) last, the main thread exits alone (SYS_EXIT) while another thread
+                          rewrites PATH with "N STATE THREADS" every 10ms
   --detached              (Windows) child spawns a DETACHED_PROCESS grandchild (detached), child exits
   --orphan                (Windows) child spawns a grandchild (orphan) in the same console, child exits
   --new-group             (Windows) spawn a child (newgroup) with CREATE_NEW_PROCESS_GROUP
@@ -94,14 +97,20 @@ type options struct {
 	setuid                   int
 	setuidSet                bool
 	lightTree                int
+	leaderExit               string
 	// Windows modes
 	detached, orphan, newGroup bool
 	breakaway, ignoreConsole   bool
 }
 
+// init keeps the main goroutine on the main thread, the thread-group leader,
+// which only --leader-exit needs: main lets go of it otherwise.
+func init() { runtime.LockOSThread() }
+
 func main() {
 	startedAt := time.Now() // as close to the exec as Go lets us get
 	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], childFlag) {
+		runtime.UnlockOSThread()
 		os.Exit(runChild(strings.TrimPrefix(os.Args[1], childFlag), os.Args[2:]))
 	}
 	args := os.Args[1:]
@@ -116,6 +125,9 @@ func main() {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "escaper: %v\n", err)
 		os.Exit(exitUsage)
+	}
+	if o.leaderExit == "" {
+		runtime.UnlockOSThread()
 	}
 	if o.startedAt != "" {
 		if err := appendLine(o.startedAt, fmt.Sprintf("%d\n", startedAt.UnixNano())); err != nil {
@@ -165,6 +177,7 @@ func parseArgs(args []string) (*options, error) {
 	fs.StringVar(&o.migrateLog, "migrate-log", "", "")
 	fs.IntVar(&o.setuid, "setuid", -1, "")
 	fs.IntVar(&o.lightTree, "light-tree", 0, "")
+	fs.StringVar(&o.leaderExit, "leader-exit", "", "")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -236,6 +249,10 @@ func parseArgs(args []string) (*options, error) {
 		return nil, fmt.Errorf("--light-tree: %w", errUnsupported)
 	case (set["inside"] || set["reach"]) && !insideModes:
 		return nil, fmt.Errorf("--inside, --reach: %w", errUnsupported)
+	case set["leader-exit"] && !leaderModes:
+		return nil, fmt.Errorf("--leader-exit: %w", errUnsupported)
+	case set["leader-exit"] && o.leaderExit == "":
+		return nil, errors.New("--leader-exit needs a heartbeat path")
 	}
 	if o.pidfile != "" {
 		if _, err := pidfile.Line(""); err != nil {
@@ -350,6 +367,9 @@ func runWorker(o *options) int {
 			time.Sleep(o.exitAfter)
 			os.Exit(o.exitCode)
 		}()
+	}
+	if o.leaderExit != "" {
+		leaveLeaderThread(o.leaderExit)
 	}
 	sleepForever()
 	return 0

@@ -377,6 +377,7 @@ func TestBadFlags(t *testing.T) {
 		{"negative setuid", nil, []string{"--setuid", "-1"}},
 		{"setuid out of range", nil, []string{"--setuid", "4294967295"}},
 		{"negative light-tree", nil, []string{"--light-tree", "-1"}},
+		{"leader-exit without a heartbeat path", nil, []string{"--leader-exit="}},
 		{"migrant without log", nil, []string{"--escaper-child=migrant"}},
 		{"setuid child without uid", nil, []string{"--escaper-child=setuid"}},
 		{"windows detached", nil, []string{"--detached"}},
@@ -692,4 +693,39 @@ func readString(t *testing.T, path string) string {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// --leader-exit: the main thread leaves with SYS_EXIT while another thread
+// runs on. /proc then shows the leader in state Z with more than one thread,
+// platform.Proc judges the process alive (not a zombie), the heartbeat keeps
+// changing, and a SIGKILL through its pid ends the whole group.
+func TestLeaderExit(t *testing.T) {
+	dir := t.TempDir()
+	pf, hb := filepath.Join(dir, "pids"), filepath.Join(dir, "heartbeat")
+	rr := escaper.Start(t, pf, nil, "--pidfile", pf, "--ignore-signals", "--leader-exit", hb)
+	worker := waitRoles(t, pf, map[string]int{"worker": 1})["worker"][0]
+	proctest.WaitFor(t, 10*time.Second, "first heartbeat", func() bool { return fileExists(hb) })
+	first := readString(t, hb)
+	f := strings.Fields(first)
+	require.Len(t, f, 3, first)
+	require.Equal(t, "Z", f[1], "the heartbeat runs only once the leader has gone")
+	threads, err := strconv.Atoi(f[2])
+	require.NoError(t, err)
+	require.Greater(t, threads, 1)
+
+	st := mustStat(t, worker)
+	require.Equal(t, byte('Z'), st.State)
+	require.Greater(t, st.Threads, 1)
+	require.False(t, st.Dead(), "a leader whose threads run on is alive")
+	require.True(t, worker.Alive())
+	proctest.WaitFor(t, 10*time.Second, "a later heartbeat", func() bool { return readString(t, hb) != first })
+
+	require.NoError(t, proctest.Kill(worker))
+	require.Equal(t, -1, rr.ExitCode(t, 10*time.Second), "SIGKILL ends the whole thread group")
+	require.True(t, gone(worker))
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -32,6 +32,7 @@ steps (one argv word each):
                             drop=FIELD string=FIELD schema=N extra=1
   raw:TEXT                  print TEXT verbatim
   huge:N                    print N bytes of 'x'
+  endless                   print 'x' with no newline, until stdout fails, then block
   sleep:DUR                 sleep (Go duration)
   waitfile:PATH[,timeout=DUR]  wait for PATH (default 30s; timeout exits 3)
   exit:CODE                 exit with CODE
@@ -70,6 +71,7 @@ const (
 	stepEmit stepKind = iota
 	stepRaw
 	stepHuge
+	stepEndless
 	stepSleep
 	stepWaitfile
 	stepExit
@@ -204,14 +206,11 @@ func parseStep(w string) (step, error) {
 			return s, fmt.Errorf("step %q: want exit:CODE with 0 <= CODE <= 255", w)
 		}
 		s.kind, s.code = stepExit, c
-	case "closeout", "forever":
+	case "closeout", "forever", "endless":
 		if hasArg {
 			return s, fmt.Errorf("step %q takes no argument", w)
 		}
-		s.kind = stepCloseout
-		if name == "forever" {
-			s.kind = stepForever
-		}
+		s.kind = map[string]stepKind{"closeout": stepCloseout, "forever": stepForever, "endless": stepEndless}[name]
 	default:
 		return s, fmt.Errorf("unknown step %q", w)
 	}
@@ -281,6 +280,20 @@ func (h *hold) runStep(s step) {
 		}
 		b[s.n] = '\n'
 		h.withLock(func() { h.writeLocked(b) })
+	case stepEndless:
+		// One line that never ends: a reader that waits for its newline reads
+		// for as long as this runs.
+		chunk := make([]byte, 4096)
+		for i := range chunk {
+			chunk[i] = 'x'
+		}
+		h.withLock(func() {
+			for {
+				if _, err := h.out.Write(chunk); err != nil {
+					return
+				}
+			}
+		})
 	case stepSleep:
 		time.Sleep(s.dur)
 	case stepWaitfile:

@@ -1,0 +1,104 @@
+package contain_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// leaderExitInBackground is a shell command that starts the escaper with
+// --leader-exit in the background and returns once its leader thread is gone
+// and a second thread beats: the repro of issue 10 (`./zl & sleep .5`), with a
+// wait for the condition instead of the sleep.
+func leaderExitInBackground(dir string) string {
+	hb := filepath.Join(dir, "heartbeat")
+	return fmt.Sprintf(`'%s' --pidfile '%s' --ignore-signals --leader-exit '%s' & until [ -e '%s' ]; do sleep 0.01; done`,
+		bins.esc, filepath.Join(dir, "pids"), hb, hb)
+}
+
+// A process whose main thread has exited while another thread runs on, left
+// behind by `run`'s command or by a supervised worker that exits 0: it is
+// killed under both backends before the run ends (the summary, or released),
+// and proven_empty is reported only once it is really gone.
+func TestLeaderExitEscapeeKilled(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		event string // the line whose containment object reports the teardown
+		args  func(dir, backend string) []string
+	}{
+		{"run", "run", func(dir, backend string) []string {
+			return []string{"run", "--json", "--containment", backend, "--", "/bin/sh", "-c", leaderExitInBackground(dir)}
+		}},
+		{"supervised worker exits 0", "released", func(dir, backend string) []string {
+			worker := filepath.Join(dir, "worker.sh")
+			require.NoError(t, os.WriteFile(worker, []byte("#!/bin/sh\n"+leaderExitInBackground(dir)+"\n"), 0o755))
+			return []string{"election", "--containment", backend, "room", "agent", worker, "--",
+				bins.hold, "--pidfile", filepath.Join(dir, "hold.pids"), "emit:leader,term=1,budget=20000"}
+		}},
+	} {
+		for _, backend := range []string{"cgroup", "process-group"} {
+			t.Run(c.name+"/"+backend, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				r := startCLI(t, dir, 0, c.args(dir, backend)...)
+				require.Equal(t, 0, r.wait(bound), r.stderr())
+				line := r.line(c.event)
+				if c.event == "released" {
+					require.Equal(t, []string{"leader", "released"}, r.events())
+					require.EqualValues(t, 0, line["worker_exit_code"])
+				}
+				cont, ok := line["containment"].(map[string]any)
+				require.True(t, ok, "no containment object: %s", r.out.String())
+				require.Equal(t, backend, cont["backend"])
+				require.Equal(t, true, cont["proven_empty"], r.stderr())
+				require.GreaterOrEqual(t, num(cont, "killed"), float64(1))
+				requireLeaderExitEnded(t, dir)
+			})
+		}
+	}
+}
+
+// `sweep` (and so the sweep every supervisor runs at start) kills such an
+// escapee in an abandoned run, which cgroup.kill alone leaves running.
+func TestSweepKillsLeaderExitEscapee(t *testing.T) {
+	t.Parallel()
+	parent := newCgroupParent(t)
+	abandoned := filepath.Join(parent, "run-999999.1-999998.1")
+	leaf := mkLeaf(t, abandoned, "worker")
+	mkLeaf(t, abandoned, "hold")
+	dir := t.TempDir()
+	// In the leaf before it runs an instruction of its own, as a worker is.
+	cmd := exec.Command("/bin/sh", "-c", `echo $$ > "$0" && exec "$@"`, filepath.Join(leaf, "cgroup.procs"),
+		bins.esc, "--pidfile", filepath.Join(dir, "pids"), "--ignore-signals", "--leader-exit", filepath.Join(dir, "heartbeat"))
+	require.NoError(t, cmd.Start())
+	var waitErr error
+	ended := make(chan struct{})
+	go func() { waitErr = cmd.Wait(); close(ended) }()
+	t.Cleanup(func() {
+		select {
+		case <-ended:
+		default:
+			_ = cmd.Process.Kill() // pidfd-backed, and our unreaped child
+			<-ended
+		}
+	})
+	waitFile(t, filepath.Join(dir, "heartbeat"), bound)
+
+	r := startCLI(t, t.TempDir(), 0, "sweep", "--cgroup-parent", parent)
+	require.Equal(t, 0, r.wait(bound), r.stderr())
+	require.Equal(t, []string{abandoned + "  processes 1  proven empty true  removed true"}, r.out.Lines())
+	select {
+	case <-ended:
+		require.ErrorContains(t, waitErr, "signal: killed")
+	case <-time.After(bound):
+		t.Fatal("the escapee was never killed")
+	}
+	require.NoDirExists(t, abandoned)
+	requireLeaderExitEnded(t, dir)
+}
