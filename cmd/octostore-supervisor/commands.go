@@ -64,6 +64,9 @@ in it.`,
 			if err != nil {
 				return err
 			}
+			if iso.PrivatePids && c.Bool("until-empty") {
+				return usageError{"--until-empty cannot wait under --private-pids: when the command's main process exits, its PID namespace ends and the kernel kills everything left in it"}
+			}
 			if c.Bool("no-new-privs") {
 				if err := contain.NoNewPrivsUnsupported(); err != nil {
 					return usageError{"--no-new-privs: " + err.Error()}
