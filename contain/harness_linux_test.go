@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -359,15 +360,29 @@ func waitFile(t *testing.T, path string, limit time.Duration) {
 // waitStopped waits until pid is stopped (the test hook froze the supervisor).
 func waitStopped(t *testing.T, pid int, limit time.Duration) {
 	t.Helper()
-	r := platform.NewProcReader()
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		if p, err := r.Stat(pid); err == nil && p.State == 'T' {
-			return
-		}
-		time.Sleep(2 * time.Millisecond)
+	proctest.WaitFor(t, limit, fmt.Sprintf("every thread of pid %d to stop", pid), func() bool { return allThreadsStopped(pid) })
+}
+
+// allThreadsStopped: a group stop reaches each thread on its own way back to
+// user space, so the leader can show T while another thread still runs (and,
+// say, acts on a SIGCHLD). Only when every thread shows T does the process do
+// nothing more.
+func allThreadsStopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
 	}
-	t.Fatalf("pid %d did not stop within %v", pid, limit)
+	r := platform.NewProcReader()
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(task.Name())
+		if err != nil {
+			return false
+		}
+		if p, err := r.Stat(tid); err != nil || p.State != 'T' {
+			return false
+		}
+	}
+	return true
 }
 
 // children returns the live direct children of pid.
