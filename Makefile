@@ -28,11 +28,13 @@ test: vet
 	OCTOSTORE_TEST_CONTAINMENT=process-group $(GO) test -race -count=1 -timeout 25m -parallel 4 ./contain/
 	$(MAKE) test-windows
 
-# Build and vet every supported target.
+# Build and vet every supported target, also with the test-hook tag the
+# contain tests build the supervisor with.
 cross:
 	@set -e; for t in $(CROSS); do \
 		echo "== $$t"; \
 		GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null ./...; \
+		GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) build -trimpath -tags octostore_testhooks -o /dev/null ./...; \
 		GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) vet ./...; \
 	done
 

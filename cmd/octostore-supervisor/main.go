@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -71,7 +70,6 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func run(args, env []string, stdout, stderr io.Writer) int {
-	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	// Upstream's dependency probe: one static binary has none to miss.
 	if len(args) >= 2 && args[1] == "--check-dependencies" {
 		if len(args) != 2 {

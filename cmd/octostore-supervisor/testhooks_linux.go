@@ -1,4 +1,4 @@
-//go:build octostore_testhooks
+//go:build octostore_testhooks && linux
 
 package main
 
