@@ -35,11 +35,13 @@ func post(t *testing.T, url, body string) map[string]any {
 	return m
 }
 
-// Issue 3 §5: two supervisors, each running the real `octostore election hold`
-// against the authority, with real workers. Exactly one leads, the other waits;
-// when the leader's lease is taken away, the first supervisor proves its worker
-// tree gone and exits 20 while the second takes over. Every line both print
-// passed the supervisor's validation, and no capability leaks into any output.
+// Issue 3, section 5 (the reference's two-supervisor smoke,
+// docs/protocol.md "Hold scenarios"): two supervisors, each running the real
+// `octostore election hold` against the authority, with real workers. Exactly
+// one leads, the other waits; when the leader's lease is taken away, the first
+// supervisor proves its worker tree gone and exits 20 while the second takes
+// over. Every line both print passed the supervisor's validation, and no
+// capability leaks into any output.
 func TestEndToEndTwoSupervisorsRealHold(t *testing.T) {
 	t.Parallel()
 	url := startAuthority(t)

@@ -22,9 +22,10 @@ import (
 // escape, then reports the loss.
 var lostAfterSetup = []string{"emit:leader,term=5,budget=20000", "waitfile:{dir}/log", "sleep:800ms", "emit:lost,term=5,reason=lease_not_current"}
 
-// J1, J2, contract §4.2/§4.3 rows 1-7, 15, 17, 18, under both backends: every
-// way a worker tree can try to outlive the worker group. Each must end with lost
-// printed only after the whole tree is proven empty, and nothing recorded alive.
+// J1, J2, docs/protocol.md "Reference holes" and "Escape techniques" rows 1-7,
+// 15, 17, 18, under both backends: every way a worker tree can try to outlive
+// the worker group. Each must end with lost printed only after the whole tree
+// is proven empty, and nothing recorded alive.
 // The matrix is printed in the test log; docs/guarantees.md's table is taken from it.
 func TestJEscapeMatrix(t *testing.T) {
 	t.Parallel()
@@ -173,8 +174,9 @@ func TestWorkerExitLeavesDaemonBehind(t *testing.T) {
 	require.GreaterOrEqual(t, int(num(rel["containment"].(map[string]any), "killed")), 1, "the daemon was found and killed")
 }
 
-// §4.2 item 5: stdout carries supervisor lines only; a worker's forged supervisor
-// line goes to stderr. --worker-output inherit restores the reference's mixing.
+// docs/protocol.md "Reference holes" item 5: stdout carries supervisor lines
+// only; a worker's forged supervisor line goes to stderr. --worker-output
+// inherit restores the reference's mixing.
 func TestHole5WorkerOutputSeparated(t *testing.T) {
 	t.Parallel()
 	r := start(t, sc{worker: "--stdout-forge", hold: lostAfterSetup})
@@ -192,8 +194,8 @@ func TestHole5WorkerOutputSeparated(t *testing.T) {
 	require.NotContains(t, r.out.String(), "worker stderr hello")
 }
 
-// §4.2 item 13: the holder's secrets reach the hold, never the worker, and are
-// never printed.
+// docs/protocol.md "Reference holes" item 13: the holder's secrets reach the
+// hold, never the worker, and are never printed.
 func TestHole13SecretsStayOutOfTheWorker(t *testing.T) {
 	t.Parallel()
 	const token = "tok-4f1c9e-SECRET"
@@ -217,8 +219,9 @@ func TestHole13SecretsStayOutOfTheWorker(t *testing.T) {
 	require.NotContains(t, r.out.String()+r.stderr(), token)
 }
 
-// §4.2 item 11: a hold whose release takes longer than the TERM grace is waited
-// for (within --release-timeout), not killed after the grace.
+// docs/protocol.md "Reference holes" item 11: a hold whose release takes longer
+// than the TERM grace is waited for (within --release-timeout), not killed
+// after the grace.
 func TestHole11SlowReleaseOutlastsGrace(t *testing.T) {
 	t.Parallel()
 	r := start(t, sc{hold: []string{"--release-delay", "1500ms", "emit:leader,term=5,budget=20000"}})
@@ -228,9 +231,10 @@ func TestHole11SlowReleaseOutlastsGrace(t *testing.T) {
 	require.Equal(t, []string{"leader", "released"}, r.events())
 }
 
-// §4.2 items 2-4, 6, 11: nothing of the supervisor's is reachable from the worker.
-// Run as an unprivileged user so that non-dumpable really bars /proc access
-// (root's CAP_SYS_PTRACE would not be barred).
+// docs/protocol.md "Reference holes" items 2-4, 6, 11: nothing of the
+// supervisor's is reachable from the worker. Run as an unprivileged user so
+// that non-dumpable really bars /proc access (root's CAP_SYS_PTRACE would not
+// be barred).
 func TestHole2To6NoWorkerReachableState(t *testing.T) {
 	t.Parallel()
 	r := start(t, sc{uid: nobody, worker: "--tamper {dir}/tamper", hold: lostAfterSetup})
@@ -258,9 +262,9 @@ func TestHole2To6NoWorkerReachableState(t *testing.T) {
 	}
 }
 
-// §4.2 item 7: PID exhaustion. The supervisor, its helpers and a fork-storming
-// worker share one pids cgroup; teardown forks nothing, so it still proves the
-// group empty.
+// docs/protocol.md "Reference holes" item 7: PID exhaustion. The supervisor,
+// its helpers and a fork-storming worker share one pids cgroup; teardown forks
+// nothing, so it still proves the group empty.
 func TestHole7PidExhaustion(t *testing.T) {
 	t.Parallel()
 	pidsDir := pidsCgroup(t)
@@ -360,8 +364,9 @@ func TestUnprivilegedSubset(t *testing.T) {
 	})
 }
 
-// I1/I2 (and §4.2 item 12): a pid that names a different process than the one
-// recorded is never signalled; unrelated processes outside the tree are untouched.
+// I1/I2 (and docs/protocol.md "Reference holes" item 12): a pid that names a
+// different process than the one recorded is never signalled; unrelated
+// processes outside the tree are untouched.
 func TestIUnrelatedProcessNeverSignalled(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

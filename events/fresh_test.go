@@ -63,7 +63,8 @@ func withDigits(a Authority, r, u, m int) Authority {
 	return a
 }
 
-// TestPlanWorkedExamples pins the contract's §2.5 numbers (grace 1 s).
+// TestPlanWorkedExamples pins the reference supervisor's worked examples
+// (docs/protocol.md "Budget to deadline"; grace 1 s).
 func TestPlanWorkedExamples(t *testing.T) {
 	tests := []struct {
 		name           string

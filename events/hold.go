@@ -6,9 +6,10 @@ import (
 	"time"
 )
 
-// HoldEvent is one line as a hold prints it (hold-protocol §8.1): the schema the
-// supervisor validates (Event) plus the fields only a hold writes. The hold
-// client and the supervisor share this one definition of the schema.
+// HoldEvent is one line as a hold prints it
+// (docs/protocol.md "Event envelope"): the schema the supervisor validates
+// (Event) plus the fields only a hold writes. The hold client and the
+// supervisor share this one definition of the schema.
 type HoldEvent struct {
 	Event
 	ExpiresAt    *time.Time // leader/acquired/renewed, lost, held uncertain

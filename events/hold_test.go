@@ -38,7 +38,8 @@ func ts(s string) time.Time {
 
 func ptr[T any](v T) *T { return &v }
 
-// The example lines of hold-protocol §8.3, byte for byte.
+// Upstream's example event lines, byte for byte (their shapes:
+// docs/protocol.md "Example lines").
 func TestHoldEventGolden(t *testing.T) {
 	room := "g15BTc54MStBoX-momDJm6uBhJQKKtqQ"
 	elec := func(seq uint64, ev string) Event {

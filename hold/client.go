@@ -12,10 +12,12 @@ import (
 	"time"
 )
 
-// UserAgent is sent on every request: the upstream crate version (§4.3).
+// UserAgent is sent on every request: the upstream crate version
+// (docs/protocol.md "HTTP client").
 const UserAgent = "octostore-cli/0.14.4"
 
-// MaxResponseBytes bounds every API response body (§5.2 step 3).
+// MaxResponseBytes bounds every API response body
+// (docs/protocol.md "Response handling" step 3).
 const MaxResponseBytes = 1 << 20
 
 // ClientOptions configure NewClient.
@@ -40,13 +42,14 @@ type Client struct {
 	http           *http.Client
 }
 
-// NewClient builds the HTTP client of §4.3/§5: redirects are never followed (a
-// 3xx is an ordinary unaccepted status, so a bearer header can never be
-// carried to a place ValidateServer did not approve); capability-bearing
-// traffic to a loopback server bypasses every proxy (it was allowed over
-// cleartext only because it stays on this host); other traffic honours the
-// usual proxy variables; compression is off so no Accept-Encoding is sent. The
-// only error is an unusable CA bundle (*UsageError, exit 64).
+// NewClient builds the HTTP client of docs/protocol.md "HTTP client",
+// "Response handling": redirects are never followed (a 3xx is an ordinary
+// unaccepted status, so a bearer header can never be carried to a place
+// ValidateServer did not approve); capability-bearing traffic to a loopback
+// server bypasses every proxy (it was allowed over cleartext only because it
+// stays on this host); other traffic honours the usual proxy variables;
+// compression is off so no Accept-Encoding is sent. The only error is an
+// unusable CA bundle (*UsageError, exit 64).
 func NewClient(o ClientOptions) (*Client, error) {
 	roots, err := loadCABundle(o.CABundle)
 	if err != nil {
@@ -98,7 +101,8 @@ type Request struct {
 	Bearer string
 	// Accept overrides "*/*" (watch uses text/event-stream).
 	Accept string
-	// Accepted lists the statuses whose body is a success (§5.2 step 4).
+	// Accepted lists the statuses whose body is a success
+	// (docs/protocol.md "Response handling" step 4).
 	Accepted []int
 	// Timeout overrides the client's request timeout when positive.
 	Timeout time.Duration
@@ -111,11 +115,12 @@ type Response struct {
 	Body      []byte
 }
 
-// Call performs req under ctx and the request timeout and classifies the
-// result (§5.2). For an accepted status, decode (if non-nil) is applied to the
-// body; its error becomes a transport-class invalid_response. Every error
-// returned is a *Failure. The body is always read in full (within the bound
-// and the timeout) before any decision, as upstream does.
+// Call performs req under ctx and the request timeout and classifies the result
+// (docs/protocol.md "Response handling"). For an accepted status, decode (if
+// non-nil) is applied to the body; its error becomes a transport-class
+// invalid_response. Every error returned is a *Failure. The body is always read
+// in full (within the bound and the timeout) before any decision, as upstream
+// does.
 func (c *Client) Call(ctx context.Context, req Request, decode func(body []byte) error) (Response, error) {
 	timeout := c.requestTimeout
 	if req.Timeout > 0 {
@@ -205,8 +210,9 @@ func IsTimeout(err error) bool {
 }
 
 // EncodeSegment percent-encodes one path segment like the urlencoding crate
-// (§5.1): every byte except ASCII letters, digits and - . _ ~ becomes %XX with
-// upper-case hex. url.PathEscape is not used because it leaves $&+:=@ alone.
+// (docs/protocol.md "Requests"): every byte except ASCII letters, digits
+// and - . _ ~ becomes %XX with upper-case hex. url.PathEscape is not used
+// because it leaves $&+:=@ alone.
 func EncodeSegment(s string) string {
 	const hexUpper = "0123456789ABCDEF"
 	b := make([]byte, 0, len(s)*3)

@@ -9,8 +9,9 @@ import (
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
-// Clock is the time source of the hold (§6.1). Production uses SystemClock;
-// tests substitute a fake so deadline arithmetic is deterministic.
+// Clock is the time source of the hold (docs/protocol.md "Clocks"). Production
+// uses SystemClock; tests substitute a fake so deadline arithmetic is
+// deterministic.
 type Clock interface {
 	// Scheduler is the process monotonic clock (Go's monotonic reading; on
 	// Linux CLOCK_MONOTONIC, which stops during suspend).
@@ -115,10 +116,12 @@ func (d Deadline) Min(o Deadline) Deadline {
 }
 
 // NoLaterThan compares on the continuous clock only, as upstream does when it
-// chooses which of two deadlines explains an uncertainty (§7.2 Phase C).
+// chooses which of two deadlines explains an uncertainty
+// (docs/protocol.md "Lock hold" Phase C).
 func (d Deadline) NoLaterThan(o Deadline) bool { return d.ContinuousMS <= o.ContinuousMS }
 
-// AuthorityObservation is what an authority event carries (§6.4).
+// AuthorityObservation is what an authority event carries
+// (docs/protocol.md "Authority budget").
 type AuthorityObservation struct {
 	// RemainingMS is the floored budget, always > 0.
 	RemainingMS int64

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Timing constants (§6.2).
+// Timing constants (docs/protocol.md "Constants").
 const (
 	SafetyFraction          = 0.8
 	LockSessionTTL          = 30 * time.Second
@@ -73,14 +73,15 @@ func guidanceBase(guidanceMS uint64) time.Duration {
 
 // GuidedWaitDelay is the wait before retrying when the server gave guidance g
 // (follower/held/delayed retry_after_ms, or an error body's retry_after_ms):
-// never shorter than the guidance and never capped at 30 s (§6.3).
+// never shorter than the guidance and never capped at 30 s
+// (docs/protocol.md "Retry and renewal delays").
 func GuidedWaitDelay(guidanceMS uint64, bp uint32) time.Duration {
 	return laterJitter(guidanceBase(guidanceMS), bp)
 }
 
 // BackoffWaitDelay is the local exponential backoff for attempt n when there is
 // no guidance: 500 ms × 2^min(n,5) within [100 ms, 30 s], jittered later, then
-// capped at 30 s (§6.3).
+// capped at 30 s (docs/protocol.md "Retry and renewal delays").
 func BackoffWaitDelay(attempt uint32, bp uint32) time.Duration {
 	base := backoffBase << min(attempt, backoffMaxDoublingSteps)
 	base = min(max(base, MinRetryDelay), MaxRetryDelay)
@@ -106,8 +107,9 @@ func SessionConfirmation(start Instant) (Deadline, error) {
 
 // RenewalSchedule computes, from the start S of the request that produced
 // guidance g (renew_after_ms), the time to renew and the safety deadline
-// (§6.3): renew_at = S + min(max(clamp(g,1,300000) ms, 100 ms), T/2) shortened
-// by bp basis points; safety = S + 0.8 × T.
+// (docs/protocol.md "Retry and renewal delays"):
+// renew_at = S + min(max(clamp(g,1,300000) ms, 100 ms), T/2) shortened by bp
+// basis points; safety = S + 0.8 × T.
 func RenewalSchedule(start Instant, ttl time.Duration, guidanceMS uint64, bp uint32) (renewAt, safety Deadline, err error) {
 	g := min(guidanceBase(guidanceMS), ttl/2)
 	renewAt, err = start.After(earlierJitter(g, bp))
@@ -122,7 +124,8 @@ func RenewalSchedule(start Instant, ttl time.Duration, guidanceMS uint64, bp uin
 }
 
 // ShutdownBudget is min(shutdown-timeout, 2 s, remaining authority), the one
-// budget for release (and the lock session DELETE) after a signal (§7).
+// budget for release (and the lock session DELETE) after a signal
+// (docs/protocol.md "Easy to miss" item 12).
 func ShutdownBudget(shutdownTimeout, remaining time.Duration) time.Duration {
 	return min(shutdownTimeout, MaxShutdownBudget, remaining)
 }

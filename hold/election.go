@@ -14,7 +14,7 @@ import (
 	"github.com/octostore-supervisor/supervisor/events"
 )
 
-// Reason codes the election hold itself produces (§8.2).
+// Reason codes the election hold itself produces (docs/protocol.md "Events").
 const (
 	ReasonFollower                  = "follower"
 	ReasonAcquireTimeout            = "acquire_timeout"
@@ -34,8 +34,9 @@ const (
 	pathResign      = "/resign"
 )
 
-// ElectionHold is `octostore election hold --json` (§7.1). All fields are
-// inputs; validation (§4.2) is the caller's job.
+// ElectionHold is `octostore election hold --json`
+// (docs/protocol.md "Election hold"). All fields are inputs; validation
+// (docs/protocol.md "Local validation") is the caller's job.
 type ElectionHold struct {
 	Client *Client
 	Clock  Clock
@@ -85,10 +86,11 @@ type runState struct {
 	transportErrors int
 }
 
-// Run executes the hold and returns the exit status (§9): 11, 20, 64, 70, 130
-// or 143; never 0. A value on signals is SIGINT/SIGTERM (anything other than
-// syscall.SIGTERM counts as SIGINT); cancelling ctx is treated as SIGTERM.
-// Only one Run may use a given ElectionHold at a time.
+// Run executes the hold and returns the exit status
+// (docs/protocol.md "Exit codes"): 11, 20, 64, 70, 130 or 143; never 0. A value
+// on signals is SIGINT/SIGTERM (anything other than syscall.SIGTERM counts as
+// SIGINT); cancelling ctx is treated as SIGTERM. Only one Run may use a given
+// ElectionHold at a time.
 func (h *ElectionHold) Run(ctx context.Context, signals <-chan os.Signal) int {
 	defaults(&h.Clock, &h.Jitter, &h.Diag)
 	clock := h.Clock
@@ -133,7 +135,7 @@ func (r *runState) signalExit() int {
 }
 
 // schedulerDeadline is a deadline on the scheduler clock only (the
-// acquisition deadline of §7.1 step 1).
+// acquisition deadline of docs/protocol.md "Election hold" step 1).
 func schedulerDeadline(t time.Time) Deadline {
 	return Deadline{Scheduler: t, ContinuousMS: continuousNever}
 }
@@ -145,8 +147,9 @@ func (r *runState) path(suffix string) string {
 func (r *runState) ttlSeconds() uint64 { return uint64(r.h.TTL / time.Second) }
 
 // wait sleeps until d is reached, polling at most every AuthorityPoll so a
-// suspend is noticed (§6.1). It returns outSignal (r.sig set) when a signal
-// arrives first (when watchSignals), else outDeadline.
+// suspend is noticed (docs/protocol.md "Authority deadline"). It returns
+// outSignal (r.sig set) when a signal arrives first (when watchSignals), else
+// outDeadline.
 func (r *runState) wait(d Deadline, watchSignals bool) (outcome, error) {
 	sigs := r.signals
 	done := r.ctx.Done()
@@ -246,9 +249,9 @@ func (r *runState) campaign(d Deadline) (CampaignResponse, *Failure, outcome, er
 	return cr, f, o, err
 }
 
-// resign sends one resign bounded by budget and reports whether it proved
-// that term was released (§7.1 shutdown). Signals are not watched: once a
-// shutdown attempt starts it completes.
+// resign sends one resign bounded by budget and reports whether it proved that
+// term was released (docs/protocol.md "Election hold" shutdown). Signals are
+// not watched: once a shutdown attempt starts it completes.
 func (r *runState) resign(token string, term uint64, budget time.Duration) (bool, error) {
 	if budget <= 0 {
 		return false, nil
@@ -274,7 +277,8 @@ func (r *runState) resign(token string, term uint64, budget time.Duration) (bool
 	return resp.Status == http.StatusOK && rr.ElectionID == r.h.ElectionID && rr.Status == electionVacant && rr.PreviousTerm == term, nil
 }
 
-// preAuthorityResign is the bounded, result-ignored resign of §7.1 steps 5–6.
+// preAuthorityResign is the bounded, result-ignored resign of
+// docs/protocol.md "Election hold" steps 5–6.
 func (r *runState) preAuthorityResign(token string) error {
 	_, err := r.resign(token, 0, min(r.h.ShutdownTimeout, MaxShutdownBudget))
 	return err
@@ -407,8 +411,9 @@ func (r *runState) run() (int, error) {
 	}
 }
 
-// holdPhase renews until a signal, a loss or the safety deadline (§7.1 hold
-// phase). start is the campaign request's start.
+// holdPhase renews until a signal, a loss or the safety deadline
+// (docs/protocol.md "Election hold" hold phase). start is the campaign
+// request's start.
 func (r *runState) holdPhase(start Instant, cr CampaignResponse) (int, error) {
 	h := r.h
 	clock := h.Clock

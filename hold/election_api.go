@@ -7,15 +7,16 @@ import (
 	"time"
 )
 
-// ElectionLeader is the leader object of campaign/renew/status bodies (§1.3).
+// ElectionLeader is the leader object of campaign/renew/status bodies
+// (docs/protocol.md "Campaign").
 type ElectionLeader struct {
 	CandidateID string
 	Term        uint64
 	ExpiresAt   time.Time
 }
 
-// ElectionStatusLeader and ElectionStatusFollower are the two tags a
-// campaign or renew success can carry (§1.3, §1.5).
+// ElectionStatusLeader and ElectionStatusFollower are the two tags a campaign
+// or renew success can carry (docs/protocol.md "Campaign", "Election renew").
 const (
 	ElectionStatusLeader   = "leader"
 	ElectionStatusFollower = "follower"
@@ -32,7 +33,7 @@ type CampaignResponse struct {
 	RetryAfterMS uint64
 }
 
-// ResignResponse is a decoded 200 from resign (§1.6).
+// ResignResponse is a decoded 200 from resign (docs/protocol.md "Resign").
 type ResignResponse struct {
 	ElectionID   string
 	Status       string
@@ -57,9 +58,9 @@ type wireCampaign struct {
 func missingField(name string) error { return fmt.Errorf("missing field `%s`", name) }
 
 // DecodeCampaignResponse decodes a campaign or renew success strictly, as the
-// upstream serde types do (§5.2 step 4): unknown fields are ignored, but a
-// missing required field, a wrong type, a negative number or an unknown
-// status tag is an error.
+// upstream serde types do (docs/protocol.md "Response handling" step 4):
+// unknown fields are ignored, but a missing required field, a wrong type, a
+// negative number or an unknown status tag is an error.
 func DecodeCampaignResponse(body []byte) (CampaignResponse, error) {
 	var w wireCampaign
 	if err := json.Unmarshal(body, &w); err != nil {
@@ -108,7 +109,7 @@ func DecodeCampaignResponse(body []byte) (CampaignResponse, error) {
 	return r, nil
 }
 
-// DecodeResignResponse decodes a resign success (§1.6).
+// DecodeResignResponse decodes a resign success (docs/protocol.md "Resign").
 func DecodeResignResponse(body []byte) (ResignResponse, error) {
 	var w struct {
 		ElectionID   *string `json:"election_id"`
@@ -129,8 +130,9 @@ func DecodeResignResponse(body []byte) (ResignResponse, error) {
 	return ResignResponse{ElectionID: *w.ElectionID, Status: *w.Status, PreviousTerm: *w.PreviousTerm}, nil
 }
 
-// campaignBody and friends build the request bodies of §5.1 (alphabetical
-// keys, compact). Marshalling a map sorts the keys.
+// campaignBody and friends build the request bodies of
+// docs/protocol.md "Requests" (alphabetical keys, compact). Marshalling a map
+// sorts the keys.
 func campaignBody(candidate string, ttlSeconds uint64) []byte {
 	return mustJSON(map[string]any{"candidate_id": candidate, "ttl_seconds": ttlSeconds})
 }

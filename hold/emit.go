@@ -7,10 +7,10 @@ import (
 	"github.com/octostore-supervisor/supervisor/events"
 )
 
-// emitter prints the JSONL hold events of one run (§8.1): it owns the
-// sequence counter (1, 2, 3, …) and fills the envelope fields shared by every
-// line. Encoding is events.HoldEvent.Encode, the project's one definition of
-// the schema.
+// emitter prints the JSONL hold events of one run
+// (docs/protocol.md "Event envelope"): it owns the sequence counter (1, 2, 3,
+// …) and fills the envelope fields shared by every line. Encoding is
+// events.HoldEvent.Encode, the project's one definition of the schema.
 type emitter struct {
 	out       io.Writer
 	clock     Clock

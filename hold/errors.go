@@ -7,8 +7,8 @@ import (
 	"unicode/utf8"
 )
 
-// Exit statuses of the upstream CLI (§9). They are constants so later code can
-// map errors without re-deriving numbers.
+// Exit statuses of the upstream CLI (docs/protocol.md "Exit codes"). They are
+// constants so later code can map errors without re-deriving numbers.
 const (
 	ExitOK             = 0
 	ExitAcquireTimeout = 11
@@ -37,10 +37,10 @@ var (
 	ErrToken               = errors.New("unusable bearer token")
 )
 
-// UsageError is a local validation failure: the CLI prints
-// "octostore: " + Error() on stderr and exits 64 (§4.2). Class is one of the
-// Err* sentinels above; Cause, when present, is the underlying error (an I/O
-// error, say) kept for errors.Is/As.
+// UsageError is a local validation failure: the CLI prints "octostore: " +
+// Error() on stderr and exits 64 (docs/protocol.md "Local validation"). Class
+// is one of the Err* sentinels above; Cause, when present, is the underlying
+// error (an I/O error, say) kept for errors.Is/As.
 type UsageError struct {
 	Msg   string
 	Class error

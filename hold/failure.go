@@ -19,12 +19,14 @@ const (
 )
 
 // MaxServerRetryDelayMS is the largest retry_after_ms the client believes
-// (§5.2, §6.2); anything outside 1..=this is "invalid guidance".
+// (docs/protocol.md "Response handling", "Constants"); anything outside
+// 1..=this is "invalid guidance".
 const MaxServerRetryDelayMS = 300_000
 
-// isKnownServerCode reports one of the 15 documented stable codes (§0.3). Any
-// other code in an error body is replaced, so an unknown (possibly
-// attacker-chosen) string never reaches events or stderr.
+// isKnownServerCode reports one of the 15 documented stable codes
+// (docs/protocol.md "Error body"). Any other code in an error body is replaced,
+// so an unknown (possibly attacker-chosen) string never reaches events or
+// stderr.
 func isKnownServerCode(code string) bool {
 	switch code {
 	case "authentication_required", "authentication_failed", "forbidden", "invalid_input",
@@ -36,8 +38,9 @@ func isKnownServerCode(code string) bool {
 	return false
 }
 
-// Failure is one failed API call, carrying what the hold state machines need
-// to choose between waiting, losing and exiting (§5.2, §5.3).
+// Failure is one failed API call, carrying what the hold state machines need to
+// choose between waiting, losing and exiting
+// (docs/protocol.md "Response handling", "Failure classes").
 type Failure struct {
 	// Status is the HTTP status, 0 when no response was received.
 	Status int
@@ -87,7 +90,7 @@ func Redact(s, secret string) string {
 }
 
 // RetryableBeforeAcquire: the failure may be retried (with a waiting event)
-// while no authority is held (§5.3).
+// while no authority is held (docs/protocol.md "Failure classes").
 func (f *Failure) RetryableBeforeAcquire() bool {
 	if f.Transport || f.Status >= 500 && f.Status <= 599 {
 		return true
@@ -100,7 +103,7 @@ func (f *Failure) RetryableBeforeAcquire() bool {
 }
 
 // ProvesLoss: the server has said the session/lease/leadership is gone or was
-// never ours (§5.3).
+// never ours (docs/protocol.md "Failure classes").
 func (f *Failure) ProvesLoss() bool {
 	switch f.Code {
 	case "lease_not_current", "not_found", "session_expired", "authentication_failed",
@@ -115,7 +118,8 @@ func (f *Failure) ProvesLoss() bool {
 func (f *Failure) ClientError() bool { return f.Status >= 400 && f.Status <= 499 }
 
 // ExitCode is the exit status for a non-retryable pre-acquisition failure in a
-// hold (§7.1 step 9, §7.2 step 10): 64 when the server answered 4xx, else 70.
+// hold (docs/protocol.md "Election hold" step 9, "Lock hold" step 10): 64 when
+// the server answered 4xx, else 70.
 func (f *Failure) ExitCode() int {
 	if f.ClientError() {
 		return ExitUsage
@@ -134,7 +138,8 @@ func transportFailure(cause error) *Failure {
 }
 
 // InvalidSessionIntervalFailure is the failure upstream reports when a session
-// is created with keepalive_interval_secs outside 1..=30 (§7.2).
+// is created with keepalive_interval_secs outside 1..=30
+// (docs/protocol.md "Lock hold").
 func InvalidSessionIntervalFailure() *Failure {
 	return &Failure{
 		Code:      CodeInvalidResponse,
@@ -143,8 +148,9 @@ func InvalidSessionIntervalFailure() *Failure {
 	}
 }
 
-// validRequestID keeps only "req_" + 32 lower-case hex digits (§0.2, §5.2), so
-// nothing else a server sends can be echoed to stderr as a request id.
+// validRequestID keeps only "req_" + 32 lower-case hex digits
+// (docs/protocol.md "Request IDs", "Response handling"), so nothing else a
+// server sends can be echoed to stderr as a request id.
 func validRequestID(v string) bool {
 	s, ok := strings.CutPrefix(v, "req_")
 	if !ok || len(s) != 32 {
@@ -159,8 +165,9 @@ func validRequestID(v string) bool {
 	return true
 }
 
-// errorBody is the decodable shape of a server error (§5.2 step 5). Pointers
-// distinguish absent from zero; any type mismatch voids the whole body.
+// errorBody is the decodable shape of a server error
+// (docs/protocol.md "Response handling" step 5). Pointers distinguish absent
+// from zero; any type mismatch voids the whole body.
 type errorBody struct {
 	Code         *string `json:"code"`
 	Details      *string `json:"details"`
@@ -169,7 +176,8 @@ type errorBody struct {
 }
 
 // decodeErrorResponse builds the Failure for a status outside the accepted set
-// (§5.2 step 5). headerID is the already-validated x-request-id ("" if none).
+// (docs/protocol.md "Response handling" step 5). headerID is the
+// already-validated x-request-id ("" if none).
 func decodeErrorResponse(status int, body []byte, headerID string) *Failure {
 	var eb errorBody
 	if err := json.Unmarshal(body, &eb); err != nil {

@@ -12,10 +12,11 @@ import (
 )
 
 // Golden tests: the JSONL a hold prints must be byte-for-byte what the
-// upstream CLI prints (§8), because the supervisor and downstream scripts
-// match exact substrings. The expected lines below are §8.3's examples
-// verbatim; where §8.3 writes "…" a concrete timestamp is filled in, chosen so
-// that between them the lines use 0, 3, 6 and 9 fractional digits.
+// upstream CLI prints (docs/protocol.md "Event envelope", "Events"), because
+// the supervisor and downstream scripts match exact substrings. The expected
+// lines below are upstream's example lines verbatim; where those elide a
+// timestamp a concrete one is filled in, chosen so that between them the lines
+// use 0, 3, 6 and 9 fractional digits (docs/protocol.md "Timestamps").
 
 // wallAt is a Clock whose wall clock reads a fixed instant (non-authority
 // events take observed_at from it).
@@ -66,7 +67,7 @@ const (
 )
 
 var goldenCases = []goldenCase{
-	// §8.3 election examples.
+	// Upstream's election example lines.
 	{name: "election waiting follower", kind: events.Election, target: goldenRoom, server: goldenHosted, seq: 1, event: events.Waiting,
 		retry: 14210, reason: ReasonFollower, observed: "2026-08-02T12:00:00.118204711Z",
 		want: `{"schema_version":1,"sequence":1,"event":"waiting","kind":"election","name":"g15BTc54MStBoX-momDJm6uBhJQKKtqQ","server":"https://api.octostore.io","candidate_id":"agent-a","retry_after_ms":14210,"reason_code":"follower","observed_at":"2026-08-02T12:00:00.118204711Z"}`},
@@ -97,7 +98,7 @@ var goldenCases = []goldenCase{
 	{name: "election error acquire timeout", kind: events.Election, target: "ROOM", server: goldenHosted, seq: 2, event: events.Error,
 		reason: ReasonAcquireTimeout, observed: "2026-08-02T12:00:01.000000001Z",
 		want: `{"schema_version":1,"sequence":2,"event":"error","kind":"election","name":"ROOM","server":"https://api.octostore.io","candidate_id":"agent-a","reason_code":"acquire_timeout","observed_at":"2026-08-02T12:00:01.000000001Z"}`},
-	// §8.3 lock examples.
+	// Upstream's lock example lines.
 	{name: "lock waiting held", kind: events.Lock, target: goldenLock, server: goldenLocal, seq: 1, event: events.Waiting,
 		retry: 52311, reason: ReasonHeld, observed: "2026-08-02T12:00:00.118204711Z",
 		want: `{"schema_version":1,"sequence":1,"event":"waiting","kind":"lock","name":"repo/octostore/issue-1842","server":"http://127.0.0.1:3000","retry_after_ms":52311,"reason_code":"held","observed_at":"2026-08-02T12:00:00.118204711Z"}`},
@@ -122,7 +123,7 @@ var goldenCases = []goldenCase{
 	{name: "lock error acquire timeout", kind: events.Lock, target: goldenLock, server: goldenLocal, seq: 3, event: events.Error,
 		reason: ReasonAcquireTimeout, observed: "2026-08-02T12:00:02Z",
 		want: `{"schema_version":1,"sequence":3,"event":"error","kind":"lock","name":"repo/octostore/issue-1842","server":"http://127.0.0.1:3000","reason_code":"acquire_timeout","observed_at":"2026-08-02T12:00:02Z"}`},
-	// §8.2 variants without a §8.3 example line.
+	// docs/protocol.md "Events" variants without an upstream example line.
 	{name: "lock uncertain release unconfirmed", kind: events.Lock, target: goldenLock, server: goldenLocal, seq: 5, event: events.Uncertain,
 		term: 42, reason: ReasonReleaseUnconfirmed, observed: "2026-08-02T12:00:35.000100Z",
 		want: `{"schema_version":1,"sequence":5,"event":"uncertain","kind":"lock","name":"repo/octostore/issue-1842","server":"http://127.0.0.1:3000","term":42,"reason_code":"release_unconfirmed","observed_at":"2026-08-02T12:00:35.000100Z"}`},
@@ -159,9 +160,11 @@ func (c goldenCase) emit(t *testing.T, out *writeRecorder, candidate *string, te
 
 // TestGoldenEventBytes pins every event kind (waiting, leader, acquired,
 // renewed, released, lost, uncertain in its three shapes, error) for both
-// primitives to §8.3 byte for byte: key order, fields absent rather than
-// null, candidate_id on every election line and never on a lock line,
-// AutoSi timestamps with 0/3/6/9 digits, compact JSON, one write per line.
+// primitives to upstream's lines byte for byte
+// (docs/protocol.md "Event envelope", "Events"): key order, fields absent
+// rather than null, candidate_id on every election line and never on a lock
+// line, AutoSi timestamps with 0/3/6/9 digits, compact JSON, one write per
+// line.
 func TestGoldenEventBytes(t *testing.T) {
 	digits := map[int]bool{}
 	for _, c := range goldenCases {
@@ -202,7 +205,7 @@ func TestGoldenEventBytes(t *testing.T) {
 // TestGoldenTimestampWidths: observed_at and expires_at use the shortest of
 // 0, 3, 6 or 9 fractional digits that is exact — never Go's RFC3339Nano
 // trimming — and are normalised to UTC with a literal Z whatever offset the
-// server used (§0.1).
+// server used (docs/protocol.md "Timestamps").
 func TestGoldenTimestampWidths(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"2026-08-02T12:00:00Z", "2026-08-02T12:00:00Z"},
@@ -232,9 +235,10 @@ func TestGoldenTimestampWidths(t *testing.T) {
 }
 
 // TestGoldenZeroTermAndEscaping: a term of 0 (only a misbehaving server sends
-// it) is still printed, as Rust prints it (§11.13: pointer fields, not
-// omitempty); strings are escaped exactly as serde_json escapes them: < > &,
-// U+2028 and DEL raw, control characters short-form or \u00xx lower-case.
+// it) is still printed, as Rust prints it
+// (docs/protocol.md "Easy to miss" item 13: pointer fields, not omitempty);
+// strings are escaped exactly as serde_json escapes them: < > &, U+2028 and DEL
+// raw, control characters short-form or \u00xx lower-case.
 func TestGoldenZeroTermAndEscaping(t *testing.T) {
 	var out writeRecorder
 	name := "a<b>&c\u2028d\x7fe\"f\\g\n\t\b\f\x01\x1f"

@@ -10,8 +10,9 @@ import (
 // (LocalElectionHold, LocalLockHold). Both print the same JSONL events with the
 // same budget arithmetic, so the CLI and the supervisor treat them alike.
 //
-// Run returns the exit status (§9): 11, 20, 64, 70, 130 or 143, never 0. A
-// value on signals is SIGINT or SIGTERM; cancelling ctx counts as SIGTERM.
+// Run returns the exit status (docs/protocol.md "Exit codes"): 11, 20, 64, 70,
+// 130 or 143, never 0. A value on signals is SIGINT or SIGTERM; cancelling ctx
+// counts as SIGTERM.
 type Holder interface {
 	Run(ctx context.Context, signals <-chan os.Signal) int
 }

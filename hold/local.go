@@ -21,11 +21,12 @@ import (
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
-// The host-local authority (design §5): elections and locks are exclusive OS
-// file locks (flock, LockFileEx) on one file per name in a state directory,
-// the fencing term is a persisted counter, and a hold renews by proving it
-// still owns the locked file. It prints the same events, with the same budget
-// arithmetic, as the HTTP holds, so the supervisor cannot tell them apart.
+// The host-local authority (docs/protocol.md "Host-local authority"):
+// elections and locks are exclusive OS file locks (flock, LockFileEx) on one
+// file per name in a state directory, the fencing term is a persisted counter,
+// and a hold renews by proving it still owns the locked file. It prints the
+// same events, with the same budget arithmetic, as the HTTP holds, so the
+// supervisor cannot tell them apart.
 //
 // Layout of a state directory:
 //

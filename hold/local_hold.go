@@ -168,8 +168,9 @@ func (r *localRun) signalExit() int {
 type localOp func(stop <-chan struct{}) (undo func(), err error)
 
 // do runs op bounded end to end by d, racing it against ≤100 ms polls of both
-// clocks (§6.1) and, when watchSignals, against signals: the local analogue of
-// a bounded request, so a hung file system cannot stretch authority.
+// clocks (docs/protocol.md "Authority deadline") and, when watchSignals,
+// against signals: the local analogue of a bounded request, so a hung file
+// system cannot stretch authority.
 func (r *localRun) do(d Deadline, watchSignals bool, op localOp) (outcome, error, error) {
 	type result struct {
 		undo func()
@@ -498,7 +499,7 @@ func (r *localRun) run() (int, error) {
 			}
 			continue
 		}
-		// Late successes are not authority (§11.5).
+		// Late successes are not authority (docs/protocol.md "Easy to miss" item 5).
 		if acqReached() {
 			_ = r.releaseFile(lk, term)
 			return acquireTimeout(), nil

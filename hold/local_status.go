@@ -109,10 +109,12 @@ type localLeaderJSON struct {
 	PID         int    `json:"pid"`
 }
 
-// JSON is the `status --json` body, shaped like the server's (§10.2, §10.3)
-// plus the holder's pid. Elections (struct order):
+// JSON is the `status --json` body, shaped like the server's
+// (docs/protocol.md "Read-only commands") plus the holder's pid. Elections
+// (struct order):
 // {"election_id","status":"leader"|"vacant","leader"?:{"candidate_id","term","expires_at","pid"},"retry_after_ms"}.
-// Locks (alphabetical): {"expires_at","fencing_token","holder_id","metadata":null,"name","pid"?,"status":"held"|"free"}.
+// Locks (alphabetical):
+// {"expires_at","fencing_token","holder_id","metadata":null,"name","pid"?,"status":"held"|"free"}.
 // A held name whose holder has not described itself yet shows status
 // leader/held with no holder details.
 func (st LocalStatus) JSON() []byte {
@@ -144,12 +146,12 @@ func (st LocalStatus) statusWord() string {
 	}
 }
 
-// Snapshot is the status object as a watch snapshot carries it (§10.4):
-// alphabetical keys, the holder's pid added.
+// Snapshot is the status object as a watch snapshot carries it
+// (docs/protocol.md "Watch"): alphabetical keys, the holder's pid added.
 func (st LocalStatus) Snapshot() []byte { return marshalNoHTML(st.snapshot()) }
 
 // snapshot is the status object with alphabetical keys (encoding/json sorts
-// map keys), as watch snapshots carry it (§10.4).
+// map keys), as watch snapshots carry it (docs/protocol.md "Watch").
 func (st LocalStatus) snapshot() map[string]any {
 	if st.Kind == KindLock {
 		m := map[string]any{"name": st.Name, "status": st.statusWord(), "metadata": nil,
@@ -173,10 +175,12 @@ func (st LocalStatus) snapshot() map[string]any {
 	return m
 }
 
-// Human is the one-line human status (§10.2, §10.3 shapes), control
-// characters escaped: "ROOM · leader agent-a · term 12 · pid 4242 · expires … ·
-// authority local", "ROOM · vacant · authority local", "NAME · held · term 42
-// · pid 4242 · authority local", "NAME · free · authority local".
+// Human is the one-line human status (docs/protocol.md "Read-only commands"
+// shapes), control characters escaped:
+// "ROOM · leader agent-a · term 12 · pid 4242 · expires … · authority local",
+// "ROOM · vacant · authority local",
+// "NAME · held · term 42 · pid 4242 · authority local",
+// "NAME · free · authority local".
 func (st LocalStatus) Human(server string) string {
 	name, srv := TerminalSafe(st.Name), TerminalSafe(server)
 	h := st.Holder
@@ -199,8 +203,8 @@ type LocalWatch struct {
 	Store *LocalStore
 	Kind  Kind
 	Name  string
-	// JSON selects the §10.4 JSONL envelope; otherwise one human line per
-	// snapshot: "<kind> <name> · <status> · authority <server>".
+	// JSON selects the JSONL envelope of docs/protocol.md "Watch"; otherwise one
+	// human line per snapshot: "<kind> <name> · <status> · authority <server>".
 	JSON         bool
 	PollInterval time.Duration
 	Out, Diag    io.Writer

@@ -12,7 +12,7 @@ import (
 	"github.com/octostore-supervisor/supervisor/events"
 )
 
-// Reason codes only the lock hold produces (§8.2).
+// Reason codes only the lock hold produces (docs/protocol.md "Events").
 const (
 	ReasonHeld                        = "held"
 	ReasonDelayed                     = "delayed"
@@ -20,11 +20,13 @@ const (
 	ReasonSessionConfirmationDeadline = "session_confirmation_deadline_exceeded"
 )
 
-// maxKeepaliveIntervalSecs bounds the server's keepalive_interval_secs (§7.2).
+// maxKeepaliveIntervalSecs bounds the server's keepalive_interval_secs
+// (docs/protocol.md "Lock hold").
 const maxKeepaliveIntervalSecs = 30
 
-// LockHold is `octostore lock hold --json` (§7.2). All fields are inputs;
-// validation (§4.2) and loading the token (LoadToken) are the caller's job.
+// LockHold is `octostore lock hold --json` (docs/protocol.md "Lock hold"). All
+// fields are inputs; validation (docs/protocol.md "Local validation") and
+// loading the token (LoadToken) are the caller's job.
 type LockHold struct {
 	Client *Client
 	Clock  Clock
@@ -59,8 +61,9 @@ type lockRun struct {
 	leaseID string
 }
 
-// Run executes the hold and returns the exit status (§9): 11, 20, 64, 70, 130
-// or 143; never 0. Signals and ctx behave as for ElectionHold.Run.
+// Run executes the hold and returns the exit status
+// (docs/protocol.md "Exit codes"): 11, 20, 64, 70, 130 or 143; never 0. Signals
+// and ctx behave as for ElectionHold.Run.
 func (h *LockHold) Run(ctx context.Context, signals <-chan os.Signal) int {
 	defaults(&h.Clock, &h.Jitter, &h.Diag)
 	shim := &ElectionHold{Client: h.Client, Clock: h.Clock, Jitter: h.Jitter, Diag: h.Diag, ShutdownTimeout: h.ShutdownTimeout}
@@ -132,8 +135,9 @@ func (r *lockRun) deleteSession() error {
 	return r.deleteSessionBy(d)
 }
 
-// Terminal helpers that DELETE the session at the right moment (§7.2
-// cleanup note): before an acquire-timeout error, after loss events.
+// Terminal helpers that DELETE the session at the right moment
+// (docs/protocol.md "Lock hold" session cleanup): before an acquire-timeout
+// error, after loss events.
 func (r *lockRun) acquireTimeout() (int, error) {
 	if err := r.deleteSession(); err != nil {
 		return 0, err

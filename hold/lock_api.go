@@ -6,14 +6,15 @@ import (
 	"time"
 )
 
-// Lock acquire status tags (§2.3).
+// Lock acquire status tags (docs/protocol.md "Acquire").
 const (
 	LockStatusAcquired = "acquired"
 	LockStatusHeld     = "held"
 	LockStatusDelayed  = "delayed"
 )
 
-// SessionCreateResponse is a decoded 201 from POST /sessions (§2.8).
+// SessionCreateResponse is a decoded 201 from POST /sessions
+// (docs/protocol.md "Sessions").
 type SessionCreateResponse struct {
 	SessionID             string
 	ExpiresAt             time.Time
@@ -38,7 +39,8 @@ type AcquireResponse struct {
 	RetryAfterMS uint64
 }
 
-// LockRenewResponse is a decoded 200 from POST /locks/{name}/renew (§2.4).
+// LockRenewResponse is a decoded 200 from POST /locks/{name}/renew
+// (docs/protocol.md "Lock renew").
 type LockRenewResponse struct {
 	LeaseID      string
 	ExpiresAt    time.Time
@@ -162,13 +164,13 @@ func DecodeLockRenewResponse(body []byte) (LockRenewResponse, error) {
 }
 
 // isJSONNull reports whether body is exactly the JSON value null (the only
-// release answer that confirms the release, §2.5).
+// release answer that confirms the release, docs/protocol.md "Release").
 func isJSONNull(body []byte) bool {
 	var v any
 	return json.Unmarshal(body, &v) == nil && v == nil
 }
 
-// Request bodies of §5.1 (alphabetical keys, compact).
+// Request bodies of docs/protocol.md "Requests" (alphabetical keys, compact).
 func sessionCreateBody() []byte {
 	return mustJSON(map[string]any{"ttl_seconds": uint64(LockSessionTTL / time.Second)})
 }

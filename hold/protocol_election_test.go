@@ -19,12 +19,13 @@ import (
 	"github.com/octostore-supervisor/supervisor/internal/proctest"
 )
 
-// Election-hold protocol tests (§7.1, §11, §9). The coverage index in
-// protocol_index_test.go maps every §11 item, §9 row and supervisor-contract
-// L scenario to the tests here and elsewhere.
+// Election-hold protocol tests (docs/protocol.md "Election hold",
+// "Easy to miss", "Exit codes"). The coverage index in protocol_index_test.go
+// maps every "Easy to miss" item, every "Exit codes" row and every L scenario
+// of "Hold scenarios" to the tests here and elsewhere.
 
-// electionDone finishes a run, checks every line's §8 shape, and returns the
-// event names.
+// electionDone finishes a run, checks every line's
+// docs/protocol.md "Event envelope" shape, and returns the event names.
 func electionDone(t *testing.T, r *holdRun, code int) []string {
 	t.Helper()
 	names := r.finish(code)
@@ -34,8 +35,9 @@ func electionDone(t *testing.T, r *holdRun, code int) []string {
 
 func diagOf(h *ElectionHold) string { return h.Diag.(*bytes.Buffer).String() }
 
-// §11.2: failures after authority are retried silently — never a `waiting`
-// (the supervisor treats one as loss) and never a second `leader`.
+// docs/protocol.md "Easy to miss" item 2: failures after authority are retried
+// silently — never a `waiting` (the supervisor treats one as loss) and never a
+// second `leader`.
 func TestProtocolElectionNoWaitingAfterAuthority(t *testing.T) {
 	t.Parallel()
 	f := startFake(t)
@@ -53,8 +55,9 @@ func TestProtocolElectionNoWaitingAfterAuthority(t *testing.T) {
 	require.Equal(t, 1, f.requests("campaign"))
 }
 
-// §11.3: the authority budget is measured from the request's start, so time
-// spent waiting for the answer is already gone from authority_remaining_ms.
+// docs/protocol.md "Easy to miss" item 3: the authority budget is measured from
+// the request's start, so time spent waiting for the answer is already gone
+// from authority_remaining_ms.
 func TestProtocolElectionAuthorityFromRequestStart(t *testing.T) {
 	t.Parallel()
 	f := startFake(t)
@@ -74,11 +77,12 @@ func TestProtocolElectionAuthorityFromRequestStart(t *testing.T) {
 	electionDone(t, r, ExitSIGINT)
 }
 
-// §11.3, §6.1: a suspend stops CLOCK_MONOTONIC (Go's timers) but not the
-// continuous clock. With the scheduler frozen and only the continuous clock
-// jumping past the safety deadline, the hold must notice at its next ≤100 ms
-// poll — not at the renewal 150 s of scheduler time away — and must not send
-// a renewal it can no longer be sure of.
+// docs/protocol.md "Easy to miss" item 3, "Clocks": a suspend stops
+// CLOCK_MONOTONIC (Go's timers) but not the continuous clock. With the
+// scheduler frozen and only the continuous clock jumping past the safety
+// deadline, the hold must notice at its next ≤100 ms poll — not at the renewal
+// 150 s of scheduler time away — and must not send a renewal it can no longer
+// be sure of.
 func TestProtocolElectionSuspendNoticedOnContinuousClock(t *testing.T) {
 	t.Parallel()
 	f := startFake(t)
@@ -94,9 +98,9 @@ func TestProtocolElectionSuspendNoticedOnContinuousClock(t *testing.T) {
 	require.Zero(t, f.requests("election_renew"))
 }
 
-// §11.4, L3 (election half; the lock half is in protocol_lock_test.go): the
-// acquisition deadline bounds the whole campaign — headers and body — even
-// though the request timeout is 10 s.
+// docs/protocol.md "Easy to miss" item 4, L3 (election half; the lock half is
+// in protocol_lock_test.go): the acquisition deadline bounds the whole campaign
+// — headers and body — even though the request timeout is 10 s.
 func TestProtocolElectionAcquireTimeoutCapsStalls(t *testing.T) {
 	t.Parallel()
 	for _, kind := range []string{"stall_headers", "stall_body"} {
@@ -115,10 +119,10 @@ func TestProtocolElectionAcquireTimeoutCapsStalls(t *testing.T) {
 	}
 }
 
-// §11.4, L10 (election half): a stalled renewal — headers or body — is cut
-// off by the safety deadline; the hold then reports uncertain, never waits
-// out the request timeout. The clock is manual, so the deadline is reached
-// exactly when the test says.
+// docs/protocol.md "Easy to miss" item 4, L10 (election half): a stalled
+// renewal — headers or body — is cut off by the safety deadline; the hold then
+// reports uncertain, never waits out the request timeout. The clock is manual,
+// so the deadline is reached exactly when the test says.
 func TestProtocolElectionRenewalDeadlineCapsStalls(t *testing.T) {
 	t.Parallel()
 	for _, kind := range []string{"stall_headers", "stall_body"} {
@@ -144,8 +148,9 @@ func TestProtocolElectionRenewalDeadlineCapsStalls(t *testing.T) {
 	}
 }
 
-// §11.4: the request timeout bounds every request too — a campaign that
-// never answers is a transport failure after --request-timeout, retried.
+// docs/protocol.md "Easy to miss" item 4: the request timeout bounds every
+// request too — a campaign that never answers is a transport failure after
+// --request-timeout, retried.
 func TestProtocolElectionRequestTimeoutBoundsCampaign(t *testing.T) {
 	t.Parallel()
 	f := startFake(t)
@@ -160,10 +165,11 @@ func TestProtocolElectionRequestTimeoutBoundsCampaign(t *testing.T) {
 	sameEvents(t, electionDone(t, r, ExitSIGINT), events.Waiting, events.Leader, events.Released)
 }
 
-// §11.5, §7.1 steps 5–6: a leader answer that completes after a deadline is
-// not authority. After the safety deadline: resign, uncertain
-// initial_authority_deadline_exceeded, 20. After the acquisition deadline:
-// resign, error acquire_timeout, 11. Either way the room ends up vacant.
+// docs/protocol.md "Easy to miss" item 5, "Election hold" steps 5–6: a leader
+// answer that completes after a deadline is not authority. After the safety
+// deadline: resign, uncertain initial_authority_deadline_exceeded, 20. After
+// the acquisition deadline: resign, error acquire_timeout, 11. Either way the
+// room ends up vacant.
 func TestProtocolElectionLateSuccessIsNotAuthority(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -177,7 +183,8 @@ func TestProtocolElectionLateSuccessIsNotAuthority(t *testing.T) {
 	}{
 		{"after the safety deadline", 5 * time.Second, nil, 5 * time.Second, events.Uncertain, ReasonInitialAuthorityDeadline, ExitLost},
 		{"after the acquisition deadline", 300 * time.Second, durPtr(3 * time.Second), 5 * time.Second, events.Error, ReasonAcquireTimeout, ExitAcquireTimeout},
-		// §6.4: 0.5 ms of budget left floors to 0 — not emitted, uncertain.
+		// docs/protocol.md "Authority budget": 0.5 ms of budget left floors to 0 —
+		// not emitted, uncertain.
 		{"budget floors to zero", 5 * time.Second, nil, 3999500 * time.Microsecond, events.Uncertain, ReasonInitialAuthorityDeadline, ExitLost},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -200,8 +207,9 @@ func TestProtocolElectionLateSuccessIsNotAuthority(t *testing.T) {
 	}
 }
 
-// §11.5 for renewals: a renewal answered at or after the safety deadline
-// does not extend authority, although it was a success.
+// docs/protocol.md "Easy to miss" item 5 for renewals: a renewal answered at or
+// after the safety deadline does not extend authority, although it was a
+// success.
 func TestProtocolElectionLateRenewalIsNotAuthority(t *testing.T) {
 	t.Parallel()
 	for _, late := range []time.Duration{1625 * time.Millisecond, 1700 * time.Millisecond} {
@@ -221,10 +229,10 @@ func TestProtocolElectionLateRenewalIsNotAuthority(t *testing.T) {
 	}
 }
 
-// §11.6: every success names what the hold asked about, or it is not ours.
-// Campaign: room and candidate (→ resign, uncertain
-// authority_identity_mismatch). Renew: room, candidate and term (→ lost
-// term_changed).
+// docs/protocol.md "Easy to miss" item 6: every success names what the hold
+// asked about, or it is not ours. Campaign: room and candidate (→ resign,
+// uncertain authority_identity_mismatch). Renew: room, candidate and term (→
+// lost term_changed).
 func TestProtocolElectionIdentityValidated(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -264,9 +272,9 @@ func TestProtocolElectionIdentityValidated(t *testing.T) {
 	}
 }
 
-// §11.6 (resign), L14: a resign counts only if it names our room, says
-// vacant and gives our term as previous_term; anything else is
-// release_unconfirmed.
+// docs/protocol.md "Easy to miss" item 6 (resign), L14: a resign counts only if
+// it names our room, says vacant and gives our term as previous_term; anything
+// else is release_unconfirmed.
 func TestProtocolElectionResignIdentityValidated(t *testing.T) {
 	t.Parallel()
 	for _, field := range []string{"election_id", "status", "previous_term"} {
@@ -285,9 +293,10 @@ func TestProtocolElectionResignIdentityValidated(t *testing.T) {
 	}
 }
 
-// §11.7, §6.3: only body guidance counts, floored at 100 ms and stretched
-// only later by jitter; it is never capped at 30 s (only local backoff is);
-// out-of-range guidance and the Retry-After header are not guidance.
+// docs/protocol.md "Easy to miss" item 7, "Retry and renewal delays": only body
+// guidance counts, floored at 100 ms and stretched only later by jitter; it is
+// never capped at 30 s (only local backoff is); out-of-range guidance and the
+// Retry-After header are not guidance.
 func TestProtocolElectionRetryGuidance(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -329,8 +338,8 @@ func TestProtocolElectionRetryGuidance(t *testing.T) {
 	}
 }
 
-// §5.2, §9 row 64: out-of-range guidance on a 4xx is a non-retryable
-// invalid_response: error event, exit 64.
+// docs/protocol.md "Response handling", "Exit codes" row 64: out-of-range
+// guidance on a 4xx is a non-retryable invalid_response: error event, exit 64.
 func TestProtocolElectionInvalidGuidanceOn4xx(t *testing.T) {
 	t.Parallel()
 	f := startFake(t)
@@ -342,10 +351,11 @@ func TestProtocolElectionInvalidGuidanceOn4xx(t *testing.T) {
 	require.Contains(t, diagOf(r.hold), "server returned invalid retry_after_ms guidance")
 }
 
-// §11.7, L4: a server sending renew_after_ms 0 must not cause a request
-// storm: the 100 ms floor (less 5 % jitter) spaces renewals. Real time: at
-// most one renewal per 95 ms (generous bound). Manual clock: exactly one
-// renewal per 95 ms of clock time, none while the clock stands still.
+// docs/protocol.md "Easy to miss" item 7, L4: a server sending renew_after_ms 0
+// must not cause a request storm: the 100 ms floor (less 5 % jitter) spaces
+// renewals. Real time: at most one renewal per 95 ms (generous bound). Manual
+// clock: exactly one renewal per 95 ms of clock time, none while the clock
+// stands still.
 func TestProtocolElectionZeroRenewAfterNoStorm(t *testing.T) {
 	t.Parallel()
 	t.Run("real time", func(t *testing.T) {
@@ -387,8 +397,9 @@ func TestProtocolElectionZeroRenewAfterNoStorm(t *testing.T) {
 	})
 }
 
-// §11.7, §6.3: an absurd renew_after_ms is clamped to 300 s and then to
-// ttl/2, less jitter: the renewal still happens in time.
+// docs/protocol.md "Easy to miss" item 7, "Retry and renewal delays": an absurd
+// renew_after_ms is clamped to 300 s and then to ttl/2, less jitter: the
+// renewal still happens in time.
 func TestProtocolElectionAbsurdRenewAfter(t *testing.T) {
 	t.Parallel()
 	f := startFake(t)
@@ -406,9 +417,10 @@ func TestProtocolElectionAbsurdRenewAfter(t *testing.T) {
 	electionDone(t, r, ExitSIGINT)
 }
 
-// §11.9: a body over 1 MiB (announced or streamed) is never accepted: before
-// authority it is a retryable response_too_large; after authority the
-// renewal is retried without any waiting event.
+// docs/protocol.md "Easy to miss" item 9: a body over 1 MiB (announced or
+// streamed) is never accepted: before authority it is a retryable
+// response_too_large; after authority the renewal is retried without any
+// waiting event.
 func TestProtocolElectionOversizedResponses(t *testing.T) {
 	t.Parallel()
 	f := startFake(t)
@@ -429,10 +441,11 @@ func TestProtocolElectionOversizedResponses(t *testing.T) {
 	require.Contains(t, diagOf(r.hold), "server response exceeded 1048576 bytes")
 }
 
-// §11.9, §4.3, §9 row 70: redirects are never followed. A 3xx before
-// authority is a non-retryable request_failed: error event and exit 70, and
-// the redirect target (which would receive the capability) sees nothing.
-// After authority a 3xx renewal is neither loss nor success: retried.
+// docs/protocol.md "Easy to miss" item 9, "HTTP client", "Exit codes" row 70:
+// redirects are never followed. A 3xx before authority is a non-retryable
+// request_failed: error event and exit 70, and the redirect target (which
+// would receive the capability) sees nothing. After authority a 3xx renewal
+// is neither loss nor success: retried.
 func TestProtocolElectionRedirectsNotFollowed(t *testing.T) {
 	t.Parallel()
 	f := startFake(t)
@@ -474,8 +487,9 @@ func TestProtocolElectionRedirectsNotFollowed(t *testing.T) {
 	require.Empty(t, trapHits, "a redirect was followed")
 }
 
-// §11.11, L1 (in-process half): capability-bearing traffic to a loopback
-// server never goes through a proxy, whatever the environment says.
+// docs/protocol.md "Easy to miss" item 11, L1 (in-process half):
+// capability-bearing traffic to a loopback server never goes through a proxy,
+// whatever the environment says.
 func TestProtocolElectionLoopbackBypassesProxies(t *testing.T) {
 	f := startFake(t)
 	id := f.createElection()
@@ -502,9 +516,9 @@ func TestProtocolElectionLoopbackBypassesProxies(t *testing.T) {
 	require.Empty(t, trapHits, "capability traffic reached the proxy")
 }
 
-// §11.13, §5.1: what goes on the wire — user agent, Accept */*, no
-// Accept-Encoding, content-type only with a body, compact alphabetical
-// bodies, the room id percent-encoded.
+// docs/protocol.md "Easy to miss" item 13, "Requests": what goes on the wire —
+// user agent, Accept */*, no Accept-Encoding, content-type only with a body,
+// compact alphabetical bodies, the room id percent-encoded.
 func TestProtocolElectionWireRequests(t *testing.T) {
 	t.Parallel()
 	f := startFake(t)
@@ -547,8 +561,8 @@ func TestProtocolElectionWireRequests(t *testing.T) {
 	require.Len(t, token, 43)
 }
 
-// §9 row 70: no usable continuous clock (an OS without one) is exit 70
-// with a diagnostic, before anything is printed.
+// docs/protocol.md "Exit codes" row 70: no usable continuous clock (an OS
+// without one) is exit 70 with a diagnostic, before anything is printed.
 func TestProtocolElectionUnsupportedClock(t *testing.T) {
 	t.Parallel()
 	f := startFake(t)
@@ -567,9 +581,9 @@ func (brokenClock) ContinuousMillis() (int64, error) {
 }
 func (brokenClock) Wall() time.Time { return time.Now() }
 
-// §11.1, L16: when the authority disappears after `leader`, the hold keeps
-// trying to renew until the safety deadline, then reports uncertain and exits
-// 20 — exactly one leader, never a new campaign.
+// docs/protocol.md "Easy to miss" item 1, L16: when the authority disappears
+// after `leader`, the hold keeps trying to renew until the safety deadline,
+// then reports uncertain and exits 20 — exactly one leader, never a new campaign.
 func TestProtocolElectionAuthorityDisappears(t *testing.T) {
 	t.Parallel()
 	f, stop := startAuthority(t, "t")
@@ -639,8 +653,9 @@ func TestProtocolElectionContextCancelIsSIGTERM(t *testing.T) {
 	require.Equal(t, []string{events.Leader, events.Released}, eventNames(out))
 }
 
-// §11.1, L12 (election half): a renewal answered 404 lease_not_current (the
-// room expired) is loss: lost, 20, exactly one campaign — never a new one.
+// docs/protocol.md "Easy to miss" item 1, L12 (election half): a renewal
+// answered 404 lease_not_current (the room expired) is loss: lost, 20, exactly
+// one campaign — never a new one.
 func TestProtocolElectionLostWithoutReacquisition(t *testing.T) {
 	t.Parallel()
 	f := startFake(t)

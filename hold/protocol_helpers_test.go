@@ -24,8 +24,9 @@ import (
 )
 
 // Test support for the protocol, golden and signal tests: a clock that only
-// moves when told to, a transport hook that makes a success arrive "late",
-// an intercepting proxy, and an event-shape checker built from §8.1/§8.2.
+// moves when told to, a transport hook that makes a success arrive "late", an
+// intercepting proxy, and an event-shape checker built from
+// docs/protocol.md "Event envelope", "Events".
 
 // manualClock is a hold Clock whose scheduler and continuous clocks move only
 // when the test advances them, so deadline behaviour is decided by the test
@@ -298,7 +299,7 @@ func lineKeys(t *testing.T, line []byte) []string {
 	return keys
 }
 
-// envelopeOrder is §8.1's key order.
+// envelopeOrder is the key order of docs/protocol.md "Event envelope".
 var envelopeOrder = []string{"schema_version", "sequence", "event", "kind", "name", "server", "candidate_id", "term",
 	"expires_at", "retry_after_ms", "reason_code", "authority_remaining_ms", "authority_observed_unix_ms",
 	"authority_observed_continuous_ms", "observed_at"}
@@ -307,7 +308,7 @@ var envelopeOrder = []string{"schema_version", "sequence", "event", "kind", "nam
 // 3, 6 or 9 digits.
 var autoSiTimestamp = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3}|\.\d{6}|\.\d{9})?Z$`)
 
-// expectedKeys is the §8.2 field set of one event line.
+// expectedKeys is the docs/protocol.md "Events" field set of one event line.
 func expectedKeys(kind events.Kind, event, reason string) []string {
 	opt := map[string]bool{}
 	switch event {
@@ -343,10 +344,11 @@ func expectedKeys(kind events.Kind, event, reason string) []string {
 	return keys
 }
 
-// checkShape asserts one hold line has exactly the §8.1/§8.2 keys for its
-// event, in order, with AutoSi timestamps. heldUncertain says whether an
-// uncertain session_confirmation_deadline_exceeded line is the held variant
-// (with term and expires_at) rather than the pre-authority one.
+// checkShape asserts one hold line has exactly the
+// docs/protocol.md "Event envelope", "Events" keys for its event, in order,
+// with AutoSi timestamps. heldUncertain says whether an uncertain
+// session_confirmation_deadline_exceeded line is the held variant (with term
+// and expires_at) rather than the pre-authority one.
 func checkShape(t *testing.T, kind events.Kind, line []byte, heldUncertain bool) {
 	t.Helper()
 	var m map[string]any
@@ -359,8 +361,9 @@ func checkShape(t *testing.T, kind events.Kind, line []byte, heldUncertain bool)
 	}
 	got := lineKeys(t, line)
 	require.Equal(t, want, got, "key order/presence of %s", line)
-	// And the same keys, in the same order, as one of the golden §8.3 lines
-	// for this event (golden_test.go), so live output is pinned to the spec.
+	// And the same keys, in the same order, as one of the golden lines
+	// (docs/protocol.md "Example lines") for this event (golden_test.go), so live
+	// output is pinned to upstream's bytes.
 	matched := false
 	for _, g := range goldenCases {
 		if g.kind == kind && g.event == event && slices.Equal(lineKeys(t, []byte(g.want)), got) {

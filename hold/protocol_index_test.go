@@ -1,17 +1,18 @@
 package hold
 
-// Coverage index: every requirement of the hold-protocol spec §11 (items
-// 1–13), every row of §9 (exit codes) and every hold scenario of the
-// supervisor contract §3 group L, mapped to the tests that pin it. Tests are
+// Coverage index: items 1–13 of docs/protocol.md "Easy to miss" (item 14, a
+// closed stdout, is left to the supervisor's deadline), every row of
+// docs/protocol.md "Exit codes" and every hold scenario (L1–L18) of
+// docs/protocol.md "Hold scenarios", mapped to the tests that pin it. Tests are
 // in hold/ unless marked (holdcli) = internal/holdcli, the octostore command
 // line, whose tests run the built binary. "Every run" means the finish()
 // helpers of election_test.go / lock_test.go, which validate each printed
 // line with the supervisor's own events.Stream (no waiting after authority,
 // one authority start, same term, sequence) and, in the protocol tests,
-// checkShape against the golden §8.3 lines.
+// checkShape against the golden lines of golden_test.go.
 // TestCoverageIndexNamesExistingTests keeps this table honest.
 //
-// §11 item                                        tests
+// "Easy to miss" item                             tests
 // 1  never reacquire                              TestElectionHoldRenewProvesLoss, TestProtocolElectionLostWithoutReacquisition,
 //                                                 TestProtocolLockLostWithoutReacquisition, TestProtocolElectionAuthorityDisappears,
 //                                                 TestProtocolElectionIdentityValidated
@@ -60,7 +61,7 @@ package hold
 //    redirects, no HTML escaping, pointer         TestGoldenZeroTermAndEscaping, TestGoldenTimestampWidths, TestGoldenEventBytes,
 //    fields, AutoSi, one flushed line per event   TestEncodeSegment
 //
-// §9 exit code                                    tests
+// "Exit codes" row                                tests
 // 0   create/status, --help/--version; never a    TestExitCodesHelpAndUsage (holdcli), TestElectionCreateOutput (holdcli),
 //     hold (every hold test asserts its non-zero  TestElectionStatusOutput (holdcli), TestLockStatusOutput (holdcli)
 //     status)
@@ -85,7 +86,7 @@ package hold
 //     release_unconfirmed)                        TestSignalHoldDuringAuthority (holdcli), TestSignalHoldShutdownBudget (holdcli),
 //                                                 TestProtocolElectionContextCancelIsSIGTERM
 //
-// supervisor-contract §3 L                        tests
+// "Hold scenarios"                                tests
 // L1  capability transport, proxies              TestCapabilityTransportAndProxies (holdcli), TestProtocolElectionLoopbackBypassesProxies
 // L2  held vs delayed, acquire timeout            TestProtocolLockHeldAndDelayed
 // L3  acquisition deadline caps stalls            TestProtocolElectionAcquireTimeoutCapsStalls, TestProtocolLockAcquireTimeoutCapsStalls

@@ -15,8 +15,8 @@ import (
 	"github.com/octostore-supervisor/supervisor/events"
 )
 
-// Lock-hold protocol tests (§7.2, §11, §9). See protocol_index_test.go for
-// the coverage index.
+// Lock-hold protocol tests (docs/protocol.md "Lock hold", "Easy to miss",
+// "Exit codes"). See protocol_index_test.go for the coverage index.
 
 func lockDone(t *testing.T, r *lockRun2, code int) []string {
 	t.Helper()
@@ -69,7 +69,8 @@ func secretsOf(t *testing.T, f *fake) []string {
 	return out
 }
 
-// §11.2: failures after authority are retried without `waiting`.
+// docs/protocol.md "Easy to miss" item 2: failures after authority are retried
+// without `waiting`.
 func TestProtocolLockNoWaitingAfterAuthority(t *testing.T) {
 	t.Parallel()
 	f := startLockFake(t)
@@ -86,9 +87,10 @@ func TestProtocolLockNoWaitingAfterAuthority(t *testing.T) {
 	require.Equal(t, 1, f.requests("acquire"))
 }
 
-// §11.3, §6.4: the budget runs from the acquire request's start, and a lock
-// hold's budget is also bounded by the session confirmation deadline (24 s
-// from the session request), whatever the lock TTL.
+// docs/protocol.md "Easy to miss" item 3, "Authority budget": the budget runs
+// from the acquire request's start, and a lock hold's budget is also bounded by
+// the session confirmation deadline (24 s from the session request), whatever
+// the lock TTL.
 func TestProtocolLockAuthorityFromRequestStart(t *testing.T) {
 	t.Parallel()
 	f := startLockFake(t)
@@ -102,10 +104,10 @@ func TestProtocolLockAuthorityFromRequestStart(t *testing.T) {
 	lockDone(t, r, ExitSIGINT)
 }
 
-// §11.3, §6.1: a suspend (continuous clock jumps, scheduler frozen) past the
-// session confirmation deadline is noticed at the next poll, both while
-// holding (uncertain with term and expires_at) and while waiting (uncertain
-// without a term).
+// docs/protocol.md "Easy to miss" item 3, "Clocks": a suspend (continuous clock
+// jumps, scheduler frozen) past the session confirmation deadline is noticed at
+// the next poll, both while holding (uncertain with term and expires_at) and
+// while waiting (uncertain without a term).
 func TestProtocolLockSuspendNoticedOnContinuousClock(t *testing.T) {
 	t.Parallel()
 	t.Run("holding", func(t *testing.T) {
@@ -138,8 +140,9 @@ func TestProtocolLockSuspendNoticedOnContinuousClock(t *testing.T) {
 	})
 }
 
-// §11.4, L3 (lock half): the acquisition deadline bounds a stalled acquire
-// (headers or body); the session is deleted before the error event.
+// docs/protocol.md "Easy to miss" item 4, L3 (lock half): the acquisition
+// deadline bounds a stalled acquire (headers or body); the session is deleted
+// before the error event.
 func TestProtocolLockAcquireTimeoutCapsStalls(t *testing.T) {
 	t.Parallel()
 	for _, kind := range []string{"stall_headers", "stall_body"} {
@@ -159,8 +162,9 @@ func TestProtocolLockAcquireTimeoutCapsStalls(t *testing.T) {
 	}
 }
 
-// §11.4, L10 (lock half): a stalled lease renewal is cut off by the lease
-// safety deadline: uncertain renewal_deadline_exceeded, session deleted.
+// docs/protocol.md "Easy to miss" item 4, L10 (lock half): a stalled lease
+// renewal is cut off by the lease safety deadline: uncertain
+// renewal_deadline_exceeded, session deleted.
 func TestProtocolLockRenewalDeadlineCapsStalls(t *testing.T) {
 	t.Parallel()
 	for _, kind := range []string{"stall_headers", "stall_body"} {
@@ -186,8 +190,9 @@ func TestProtocolLockRenewalDeadlineCapsStalls(t *testing.T) {
 	}
 }
 
-// §11.4: --request-timeout bounds session creation and acquire too: each
-// stall becomes a retryable transport_error, then the lock is acquired.
+// docs/protocol.md "Easy to miss" item 4: --request-timeout bounds session
+// creation and acquire too: each stall becomes a retryable transport_error,
+// then the lock is acquired.
 func TestProtocolLockRequestTimeoutBoundsRequests(t *testing.T) {
 	t.Parallel()
 	f := startLockFake(t)
@@ -205,10 +210,10 @@ func TestProtocolLockRequestTimeoutBoundsRequests(t *testing.T) {
 	require.Equal(t, 2, f.requests("acquire"), "the re-acquire of a stalled (but effective) acquire is idempotent")
 }
 
-// §11.5, §7.2 steps 5–7: an `acquired` answer that completes after the
-// lease safety deadline, after the acquisition deadline, or with a budget
-// that floors to 0, is not authority: uncertain / error, the session is
-// deleted, and the lock it briefly held is free again.
+// docs/protocol.md "Easy to miss" item 5, "Lock hold" steps 5–7: an `acquired`
+// answer that completes after the lease safety deadline, after the acquisition
+// deadline, or with a budget that floors to 0, is not authority: uncertain /
+// error, the session is deleted, and the lock it briefly held is free again.
 func TestProtocolLockLateSuccessIsNotAuthority(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -253,10 +258,10 @@ func TestProtocolLockLateInitialAuthority(t *testing.T) {
 	require.Equal(t, 1, f.requests("delete_session"))
 }
 
-// §11.6, L7/L8: a keepalive success naming another session proves nothing:
-// before acquisition it is uncertain session_identity_mismatch (no term),
-// after it lost session_identity_mismatch — never renewed, exit 20, and the
-// ids themselves are never printed.
+// docs/protocol.md "Easy to miss" item 6, L7/L8: a keepalive success naming
+// another session proves nothing: before acquisition it is uncertain
+// session_identity_mismatch (no term), after it lost session_identity_mismatch
+// — never renewed, exit 20, and the ids themselves are never printed.
 func TestProtocolLockKeepaliveIdentity(t *testing.T) {
 	t.Parallel()
 	for _, acquired := range []bool{false, true} {
@@ -301,9 +306,10 @@ func TestProtocolLockKeepaliveIdentity(t *testing.T) {
 	}
 }
 
-// §7.2 Phase B step 3, §9 rows 20 and 70: keepalive failures while waiting.
-// Retryable → waiting with the code and continue; proves loss → uncertain
-// with the code (no term), 20; anything else → DELETE, exit 70 with no event.
+// docs/protocol.md "Lock hold" Phase B step 3, "Exit codes" rows 20 and 70:
+// keepalive failures while waiting. Retryable → waiting with the code and
+// continue; proves loss → uncertain with the code (no term), 20; anything else
+// → DELETE, exit 70 with no event.
 func TestProtocolLockKeepaliveFailuresBeforeAcquisition(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -393,10 +399,10 @@ func TestProtocolLockHeldAndDelayed(t *testing.T) {
 	}
 }
 
-// §11.7, L4 (lock half): zero or absurd server timings never cause a
-// request storm. keepalive_interval_secs outside 1..=30 ends the hold (70,
-// session deleted, the field named); renew_after_ms 0 is floored at 100 ms,
-// an absurd one capped at ttl/2.
+// docs/protocol.md "Easy to miss" item 7, L4 (lock half): zero or absurd server
+// timings never cause a request storm. keepalive_interval_secs outside 1..=30
+// ends the hold (70, session deleted, the field named); renew_after_ms 0 is
+// floored at 100 ms, an absurd one capped at ttl/2.
 func TestProtocolLockZeroTimings(t *testing.T) {
 	t.Parallel()
 	for _, secs := range []int64{0, 1_000_000_000_000} {
@@ -446,9 +452,10 @@ func TestProtocolLockZeroTimings(t *testing.T) {
 	})
 }
 
-// §11.8, L6: keepalives run while waiting, but a successful keepalive never
-// brings the next acquire forward: the server's 2.5 s guidance holds, so
-// with a 1.8 s acquisition deadline there is exactly one acquire.
+// docs/protocol.md "Easy to miss" item 8, L6: keepalives run while waiting, but
+// a successful keepalive never brings the next acquire forward: the server's
+// 2.5 s guidance holds, so with a 1.8 s acquisition deadline there is exactly
+// one acquire.
 func TestProtocolLockKeepaliveNeverAuthorizesEarlyAcquire(t *testing.T) {
 	t.Parallel()
 	f := startLockFake(t)
@@ -464,8 +471,9 @@ func TestProtocolLockKeepaliveNeverAuthorizesEarlyAcquire(t *testing.T) {
 	require.GreaterOrEqual(t, f.requests("keepalive"), 1)
 }
 
-// §11.8, L11: a lock TTL of 3600 s never outlives the 24 s session bound. The
-// acquired budget is 24 000 ms; when keepalives stall, the hold is uncertain
+// docs/protocol.md "Easy to miss" item 8, L11: a lock TTL of 3600 s never
+// outlives the 24 s session bound. The acquired budget is 24 000 ms; when
+// keepalives stall, the hold is uncertain
 // session_confirmation_deadline_exceeded exactly at 24 s (manual clock), with
 // the lease's own safety deadline (2880 s) far away.
 func TestProtocolLockSessionBoundCapsLongTTL(t *testing.T) {
@@ -489,10 +497,10 @@ func TestProtocolLockSessionBoundCapsLongTTL(t *testing.T) {
 	require.Equal(t, 1, f.requests("delete_session"))
 }
 
-// §6.4, §11.3: a server may announce keepalive_interval_secs up to 30, but
-// the session can only be vouched for 24 s. The hold must report the end of
-// its authority at the 24 s session deadline, not sleep on until the 30 s
-// keepalive.
+// docs/protocol.md "Authority budget", "Easy to miss" item 3: a server may
+// announce keepalive_interval_secs up to 30, but the session can only be
+// vouched for 24 s. The hold must report the end of its authority at the 24 s
+// session deadline, not sleep on until the 30 s keepalive.
 func TestProtocolLockKeepaliveIntervalPastSessionBound(t *testing.T) {
 	t.Parallel()
 	f := startLockFake(t)
@@ -523,8 +531,8 @@ func TestProtocolLockRetryableSessionCreation(t *testing.T) {
 	require.Equal(t, 2, f.requests("create_session"))
 }
 
-// §7.2 step 9: retryable acquire failures become `waiting` with the code and
-// the body guidance (later jitter only).
+// docs/protocol.md "Lock hold" step 9: retryable acquire failures become
+// `waiting` with the code and the body guidance (later jitter only).
 func TestProtocolLockRetryableAcquireWaiting(t *testing.T) {
 	t.Parallel()
 	f := startLockFake(t)
@@ -541,8 +549,9 @@ func TestProtocolLockRetryableAcquireWaiting(t *testing.T) {
 	lockDone(t, r, ExitSIGTERM)
 }
 
-// §11.1, L12 (lock half): a renewal answered 404 lease_not_current is loss:
-// lost, 20, exactly one acquire — never a re-acquire.
+// docs/protocol.md "Easy to miss" item 1, L12 (lock half): a renewal answered
+// 404 lease_not_current is loss: lost, 20, exactly one acquire — never a
+// re-acquire.
 func TestProtocolLockLostWithoutReacquisition(t *testing.T) {
 	t.Parallel()
 	f := startLockFake(t)
@@ -559,9 +568,9 @@ func TestProtocolLockLostWithoutReacquisition(t *testing.T) {
 	require.Equal(t, 404, recs[len(recs)-1].Status)
 }
 
-// §11.9: 1 MiB response cap for every lock request: oversized session and
-// acquire answers are retryable response_too_large; an oversized renewal
-// after authority is retried silently.
+// docs/protocol.md "Easy to miss" item 9: 1 MiB response cap for every lock
+// request: oversized session and acquire answers are retryable
+// response_too_large; an oversized renewal after authority is retried silently.
 func TestProtocolLockOversizedResponses(t *testing.T) {
 	t.Parallel()
 	f := startLockFake(t)
@@ -580,9 +589,9 @@ func TestProtocolLockOversizedResponses(t *testing.T) {
 	require.Equal(t, 2, f.requests("lock_renew"))
 }
 
-// §11.9, §9 row 70: a 3xx acquire answer is never followed (the bearer
-// token must not travel to the Location) and is a non-retryable
-// request_failed: session deleted, error event, exit 70.
+// docs/protocol.md "Easy to miss" item 9, "Exit codes" row 70: a 3xx acquire
+// answer is never followed (the bearer token must not travel to the Location)
+// and is a non-retryable request_failed: session deleted, error event, exit 70.
 func TestProtocolLockRedirectsNotFollowed(t *testing.T) {
 	t.Parallel()
 	f := startLockFake(t)
@@ -610,9 +619,10 @@ func TestProtocolLockRedirectsNotFollowed(t *testing.T) {
 	require.Empty(t, trapHits, "the redirect was followed")
 }
 
-// §11.10: no secret ever reaches stdout or stderr — not the bearer token,
-// even when the server reflects it into error details, request ids, holder
-// ids and metadata, and not the session or lease ids.
+// docs/protocol.md "Easy to miss" item 10: no secret ever reaches stdout or
+// stderr — not the bearer token, even when the server reflects it into error
+// details, request ids, holder ids and metadata, and not the session or lease
+// ids.
 func TestProtocolLockSecretsNeverPrinted(t *testing.T) {
 	t.Parallel()
 	f := startLockFake(t)
@@ -638,8 +648,8 @@ func TestProtocolLockSecretsNeverPrinted(t *testing.T) {
 	require.NotContains(t, out, lockTestToken)
 }
 
-// §11.11, L1 (in-process lock half): lock traffic to a loopback server
-// ignores every proxy variable.
+// docs/protocol.md "Easy to miss" item 11, L1 (in-process lock half): lock
+// traffic to a loopback server ignores every proxy variable.
 func TestProtocolLockLoopbackBypassesProxies(t *testing.T) {
 	f := startLockFake(t)
 	trapHits := make(chan string, 100)
@@ -663,9 +673,10 @@ func TestProtocolLockLoopbackBypassesProxies(t *testing.T) {
 	require.Empty(t, trapHits)
 }
 
-// §5.1, §11.13: the lock requests on the wire: bearer on every request,
-// exact compact alphabetical bodies, the name percent-encoded, no body (and
-// no content-type) on keepalive and DELETE, no Accept-Encoding anywhere.
+// docs/protocol.md "Requests", "Easy to miss" item 13: the lock requests on the
+// wire: bearer on every request, exact compact alphabetical bodies, the name
+// percent-encoded, no body (and no content-type) on keepalive and DELETE, no
+// Accept-Encoding anywhere.
 func TestProtocolLockWireRequests(t *testing.T) {
 	t.Parallel()
 	f := startLockFake(t)
@@ -736,8 +747,8 @@ func TestProtocolLockSameTokenContend(t *testing.T) {
 	lockDone(t, b, ExitSIGTERM)
 }
 
-// §9 row 70: an unsupported OS clock (no continuous clock) is exit 70
-// before any request.
+// docs/protocol.md "Exit codes" row 70: an unsupported OS clock (no continuous
+// clock) is exit 70 before any request.
 func TestProtocolLockUnsupportedClock(t *testing.T) {
 	t.Parallel()
 	f := startLockFake(t)

@@ -8,15 +8,17 @@ import (
 )
 
 // DefaultElectionServer is used by election commands when neither --server nor
-// OCTOSTORE_URL names one (§4.3). Lock commands have no default.
+// OCTOSTORE_URL names one (docs/protocol.md "Server selection"). Lock commands
+// have no default.
 const DefaultElectionServer = "https://api.octostore.io"
 
-// ResolveServer picks the raw server string (§4.3): the --server flag when it
-// was given at all (even empty: the empty string then fails validation, as
-// upstream), else OCTOSTORE_URL unless it is empty or only whitespace, else the
-// public default for elections; lock commands must name a server. envURL is the
-// value of OCTOSTORE_URL ("" when unset); a value that is not valid UTF-8 counts
-// as unset, because Rust's env::var reports it as an error that the CLI ignores.
+// ResolveServer picks the raw server string
+// (docs/protocol.md "Server selection"): the --server flag when it was given at
+// all (even empty: the empty string then fails validation, as upstream), else
+// OCTOSTORE_URL unless it is empty or only whitespace, else the public default
+// for elections; lock commands must name a server. envURL is the value of
+// OCTOSTORE_URL ("" when unset); a value that is not valid UTF-8 counts as
+// unset, because Rust's env::var reports it as an error that the CLI ignores.
 func ResolveServer(flag *string, envURL string, kind Kind) (string, error) {
 	if flag != nil {
 		return *flag, nil
@@ -59,8 +61,9 @@ const cleartextMessage = "refusing to send a secret capability over cleartext HT
 
 // ValidateServer parses raw like a WHATWG URL parser (the Rust url crate) for
 // the http and https schemes and applies the CLI's rules in the upstream order
-// (§4.3): parse errors, then credentials, then query/fragment, then scheme,
-// then — for capability-bearing commands — the cleartext refusal.
+// (docs/protocol.md "Server selection"): parse errors, then credentials, then
+// query/fragment, then scheme, then — for capability-bearing commands — the
+// cleartext refusal.
 //
 // Go's net/url is not used for parsing because it differs from WHATWG where it
 // matters here: it does not normalise IPv4 shorthand ("127.1"), does not track
@@ -95,10 +98,11 @@ func ValidateServer(raw string, capabilityBearing, allowInsecureHTTP bool) (Serv
 	return Server{URL: s, Loopback: loopback, HTTPS: u.scheme == "https"}, nil
 }
 
-// isLoopbackHost mirrors the CLI (§4.3): "localhost" exactly, or an IP literal
-// whose address is loopback. An IPv4-mapped IPv6 address is deliberately not
-// loopback (Rust's Ipv6Addr::is_loopback is only ::1), and netip would unmap it,
-// so that case is excluded before asking.
+// isLoopbackHost mirrors the CLI (docs/protocol.md "Server selection"):
+// "localhost" exactly, or an IP literal whose address is loopback. An
+// IPv4-mapped IPv6 address is deliberately not loopback (Rust's
+// Ipv6Addr::is_loopback is only ::1), and netip would unmap it, so that case is
+// excluded before asking.
 func isLoopbackHost(host string) bool {
 	if host == "localhost" {
 		return true

@@ -11,10 +11,10 @@ import (
 	"github.com/octostore-supervisor/supervisor/events"
 )
 
-// Signal shutdown of the hold state machines (§7.1, §7.2, §7.3, §9 rows
-// 130/143, §11.12), driven through Run's signal channel. The same paths with
-// real signals delivered to the built binary are in
-// internal/holdcli/signal_linux_test.go.
+// Signal shutdown of the hold state machines (docs/protocol.md "Election hold",
+// "Lock hold", "Signals", "Exit codes" rows 130/143, "Easy to miss" item 12),
+// driven through Run's signal channel. The same paths with real signals
+// delivered to the built binary are in internal/holdcli/signal_linux_test.go.
 
 var holdSignals = []struct {
 	name string
@@ -123,10 +123,11 @@ func TestSignalDuringAuthorityReleases(t *testing.T) {
 	}
 }
 
-// §11.12, L13: the shutdown has one budget, min(--shutdown-timeout, 2 s,
-// remaining authority), covering the resign — or the lock release and then
-// the session DELETE. The clock is manual, so the test decides exactly when
-// the budget is spent; a stalled server never answers.
+// docs/protocol.md "Easy to miss" item 12, L13: the shutdown has one budget,
+// min(--shutdown-timeout, 2 s, remaining authority), covering the resign — or
+// the lock release and then the session DELETE. The clock is manual, so the
+// test decides exactly when the budget is spent; a stalled server never
+// answers.
 func TestSignalShutdownBudget(t *testing.T) {
 	t.Parallel()
 	t.Run("election 2 s cap", func(t *testing.T) {
@@ -221,8 +222,9 @@ func TestSignalShutdownBudget(t *testing.T) {
 	})
 }
 
-// §11.12: one attempt. A failed resign/release is not retried; the event is
-// uncertain release_unconfirmed and the exit still 130/143.
+// docs/protocol.md "Easy to miss" item 12: one attempt. A failed resign/release
+// is not retried; the event is uncertain release_unconfirmed and the exit still
+// 130/143.
 func TestSignalShutdownSingleAttempt(t *testing.T) {
 	t.Parallel()
 	t.Run("election", func(t *testing.T) {

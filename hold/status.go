@@ -15,13 +15,16 @@ import (
 )
 
 // This file holds the read-only requests (election create, election status,
-// lock status; §1.2, §1.4, §2.6), their strict decoding (§5.2 step 4) and the
-// three JSON renderings the CLI prints (§10): the struct-order objects of
-// `election create --json` and `election status --json`, and the
+// lock status; docs/protocol.md "Create room", "Election status",
+// "Lock status"), their strict decoding
+// (docs/protocol.md "Response handling" step 4) and the three JSON renderings
+// the CLI prints (docs/protocol.md "Read-only commands"): the struct-order
+// objects of `election create --json` and `election status --json`, and the
 // alphabetical, token-redacted objects of `lock status --json` and of every
 // watch snapshot.
 
-// ElectionCreated is a decoded 201 from POST /elections (§1.2).
+// ElectionCreated is a decoded 201 from POST /elections
+// (docs/protocol.md "Create room").
 type ElectionCreated struct {
 	ElectionID   string
 	CampaignPath string
@@ -55,8 +58,8 @@ func DecodeElectionCreated(body []byte) (ElectionCreated, error) {
 		StatusPath: *w.StatusPath, WatchPath: *w.WatchPath}, nil
 }
 
-// JSON is `election create --json` (§10.1): the body re-serialized in struct
-// order, without a trailing newline.
+// JSON is `election create --json` (docs/protocol.md "Read-only commands"): the
+// body re-serialized in struct order, without a trailing newline.
 func (e ElectionCreated) JSON() []byte {
 	var w jsonWriter
 	w.raw(`{"election_id":`)
@@ -72,7 +75,7 @@ func (e ElectionCreated) JSON() []byte {
 }
 
 // CreateElection sends POST /elections (no body) and accepts 201 only
-// (§10.1). Every error is a *Failure.
+// (docs/protocol.md "Read-only commands"). Every error is a *Failure.
 func CreateElection(ctx context.Context, c *Client) (ElectionCreated, error) {
 	var out ElectionCreated
 	_, err := c.Call(ctx, Request{Method: http.MethodPost, Path: "/elections", Accepted: []int{http.StatusCreated}},
@@ -80,8 +83,9 @@ func CreateElection(ctx context.Context, c *Client) (ElectionCreated, error) {
 	return out, err
 }
 
-// StatusLeader is the leader object of an election status (§1.4). Metadata
-// is nil when the server sent none or null.
+// StatusLeader is the leader object of an election status
+// (docs/protocol.md "Election status"). Metadata is nil when the server sent
+// none or null.
 type StatusLeader struct {
 	CandidateID string
 	Metadata    *string
@@ -89,8 +93,9 @@ type StatusLeader struct {
 	ExpiresAt   time.Time
 }
 
-// ElectionStatus is a decoded 200 from GET /elections/{id} (§1.4). Leader is
-// nil when the body has no leader (or a null one), whatever Status says.
+// ElectionStatus is a decoded 200 from GET /elections/{id}
+// (docs/protocol.md "Election status"). Leader is nil when the body has no
+// leader (or a null one), whatever Status says.
 type ElectionStatus struct {
 	ElectionID   string
 	Status       string
@@ -139,9 +144,9 @@ func DecodeElectionStatus(body []byte) (ElectionStatus, error) {
 	return s, nil
 }
 
-// JSON is `election status --json` (§10.2): struct order, leader omitted when
-// vacant, leader.metadata omitted when absent (it sits between candidate_id
-// and term, where upstream's struct declares it).
+// JSON is `election status --json` (docs/protocol.md "Read-only commands"):
+// struct order, leader omitted when vacant, leader.metadata omitted when absent
+// (it sits between candidate_id and term, where upstream's struct declares it).
 func (s ElectionStatus) JSON() []byte {
 	var w jsonWriter
 	w.raw(`{"election_id":`)
@@ -164,8 +169,9 @@ func (s ElectionStatus) JSON() []byte {
 	return w.bytes()
 }
 
-// Snapshot is the same status as a watch snapshot (§10.4): it went through a
-// generic JSON value upstream, so every object has alphabetical keys.
+// Snapshot is the same status as a watch snapshot (docs/protocol.md "Watch"):
+// it went through a generic JSON value upstream, so every object has
+// alphabetical keys.
 func (s ElectionStatus) Snapshot() []byte {
 	var w jsonWriter
 	w.raw(`{"election_id":`)
@@ -197,9 +203,10 @@ func GetElectionStatus(ctx context.Context, c *Client, electionID string) (Elect
 	return out, err
 }
 
-// LockStatus is a decoded 200 from GET /locks/{name} (§2.6). Optional fields
-// are nil when absent or null. ACL is kept as the generic JSON value the
-// server sent (nil when absent or null), since the CLI only re-prints it.
+// LockStatus is a decoded 200 from GET /locks/{name}
+// (docs/protocol.md "Lock status"). Optional fields are nil when absent or
+// null. ACL is kept as the generic JSON value the server sent (nil when absent
+// or null), since the CLI only re-prints it.
 type LockStatus struct {
 	Name         string
 	Status       string
@@ -246,11 +253,11 @@ func DecodeLockStatus(body []byte) (LockStatus, error) {
 	return s, nil
 }
 
-// JSON is `lock status --json` and a lock watch snapshot (§10.3, §10.4):
-// alphabetical keys, absent optional values as null (acl omitted), and every
-// string value — not key — with secret (the bearer token) replaced by
-// "[REDACTED]", because a server may reflect the caller's token into any
-// field.
+// JSON is `lock status --json` and a lock watch snapshot
+// (docs/protocol.md "Read-only commands", "Watch"): alphabetical keys, absent
+// optional values as null (acl omitted), and every string value — not key —
+// with secret (the bearer token) replaced by "[REDACTED]", because a server may
+// reflect the caller's token into any field.
 func (s LockStatus) JSON(secret string) []byte {
 	var w jsonWriter
 	optStr := func(p *string) {
@@ -317,10 +324,11 @@ func redactValue(v any, secret string) any {
 	return v
 }
 
-// TerminalSafe escapes Unicode control characters (category Cc) the way
-// Rust's char::escape_default does (\t, \r, \n, otherwise \u{1b}), as the
-// upstream CLI does to every server-supplied string it prints for a human
-// (§8.4), so a hostile name or status cannot forge lines on a terminal.
+// TerminalSafe escapes Unicode control characters (category Cc) the way Rust's
+// char::escape_default does (\t, \r, \n, otherwise \u{1b}), as the upstream CLI
+// does to every server-supplied string it prints for a human
+// (docs/protocol.md "Human lines"), so a hostile name or status cannot forge
+// lines on a terminal.
 func TerminalSafe(s string) string {
 	var b strings.Builder
 	for _, r := range s {
@@ -342,7 +350,8 @@ func TerminalSafe(s string) string {
 
 // RFC3339Offset is chrono's to_rfc3339(): the AutoSi fraction of
 // events.FormatTimestamp but with "+00:00" instead of "Z". Upstream's human
-// `election status` line uses it (§0.1, §10.2).
+// `election status` line uses it (docs/protocol.md "Timestamps",
+// "Read-only commands").
 func RFC3339Offset(t time.Time) string {
 	return strings.TrimSuffix(events.FormatTimestamp(t), "Z") + "+00:00"
 }

@@ -7,19 +7,19 @@ import (
 )
 
 // TokenEnvWarning is printed (by the caller, as "octostore: " + it) when the
-// token comes from OCTOSTORE_TOKEN (§4.4).
+// token comes from OCTOSTORE_TOKEN (docs/protocol.md "Bearer token").
 const TokenEnvWarning = "warning: OCTOSTORE_TOKEN may be visible to same-user process inspection; prefer OCTOSTORE_TOKEN_FILE"
 
 // LookupEnv has the shape of os.LookupEnv; passing it in keeps LoadToken
 // hermetic under test.
 type LookupEnv func(key string) (string, bool)
 
-// LoadToken returns the bearer token for lock commands (§4.4):
-// OCTOSTORE_TOKEN_FILE when set at all (even empty; "-" reads stdin to EOF),
-// else OCTOSTORE_TOKEN, in which case warning is TokenEnvWarning and the caller
-// must print it before going on, else an error. The token is trimmed of Unicode
-// whitespace and must be non-empty and one line. Every error is a *UsageError
-// wrapping ErrToken.
+// LoadToken returns the bearer token for lock commands
+// (docs/protocol.md "Bearer token"): OCTOSTORE_TOKEN_FILE when set at all (even
+// empty; "-" reads stdin to EOF), else OCTOSTORE_TOKEN, in which case warning
+// is TokenEnvWarning and the caller must print it before going on, else an
+// error. The token is trimmed of Unicode whitespace and must be non-empty and
+// one line. Every error is a *UsageError wrapping ErrToken.
 //
 // A variable whose value is not valid UTF-8 counts as unset, because Rust's
 // env::var reports it as an error and the CLI falls through.

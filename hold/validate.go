@@ -24,14 +24,16 @@ func (k Kind) String() string {
 	return "election"
 }
 
-// MaxConfiguredDuration caps every duration flag (§6.2).
+// MaxConfiguredDuration caps every duration flag
+// (docs/protocol.md "Constants").
 const MaxConfiguredDuration = 24 * time.Hour
 
 // ParseDuration parses --acquire-timeout and the three timeouts exactly as the
-// upstream CLI does (§4.2): surrounding whitespace is trimmed, the suffix is
-// "ms", "s", "m", "h" or absent (seconds), the number is an unsigned decimal
-// integer (one leading '+' allowed, as Rust's u64 parser accepts it), and the
-// result may not exceed 24h. The messages quote the trimmed input.
+// upstream CLI does (docs/protocol.md "Local validation"): surrounding
+// whitespace is trimmed, the suffix is "ms", "s", "m", "h" or absent (seconds),
+// the number is an unsigned decimal integer (one leading '+' allowed, as Rust's
+// u64 parser accepts it), and the result may not exceed 24h. The messages quote
+// the trimmed input.
 func ParseDuration(s string) (time.Duration, error) {
 	value := strings.TrimSpace(s)
 	number, multiplier := value, uint64(1000)
@@ -80,7 +82,8 @@ func parseRustU64(s string) (uint64, bool) {
 	return n, true
 }
 
-// ValidateTimeouts enforces that the three timeouts are non-zero (§4.2).
+// ValidateTimeouts enforces that the three timeouts are non-zero
+// (docs/protocol.md "Local validation").
 func ValidateTimeouts(connect, request, shutdown time.Duration) error {
 	if connect == 0 || request == 0 || shutdown == 0 {
 		return usageError(ErrZeroTimeout, "timeouts must be greater than zero")
@@ -88,7 +91,7 @@ func ValidateTimeouts(connect, request, shutdown time.Duration) error {
 	return nil
 }
 
-// TTL bounds per command family (§4.2).
+// TTL bounds per command family (docs/protocol.md "Local validation").
 const (
 	ElectionTTLMin = 5
 	ElectionTTLMax = 300
@@ -110,9 +113,10 @@ func ValidateTTL(kind Kind, ttl uint32) error {
 
 const candidateMessage = "candidate must be 1-64 ASCII letters, digits, '.', '_', ':', or '-', starting with a letter or digit"
 
-// ValidateCandidate checks --candidate (§4.2): 1–64 bytes, ASCII alphanumeric
-// first, then alphanumerics or - _ . : only. The CLI is stricter than the
-// server (no '@'), so a value the server would accept can still be refused here.
+// ValidateCandidate checks --candidate (docs/protocol.md "Local validation"):
+// 1–64 bytes, ASCII alphanumeric first, then alphanumerics or - _ . : only. The
+// CLI is stricter than the server (no '@'), so a value the server would accept
+// can still be refused here.
 func ValidateCandidate(candidate string) error {
 	if len(candidate) == 0 || len(candidate) > 64 || !isASCIIAlnum(candidate[0]) {
 		return usageError(ErrInvalidCandidate, candidateMessage)

@@ -18,11 +18,12 @@ import (
 	"github.com/octostore-supervisor/supervisor/events"
 )
 
-// This file is `octostore election watch` and `octostore lock watch` (§10.4):
-// the SSE frame splitter with its 64 KiB cap, and the watch loop. The stream
-// is only a hint that something changed: data is never parsed, every data
-// frame triggers a fresh status read, and every reconnect reads status first,
-// so what is printed is always the server's status, never a stream payload.
+// This file is `octostore election watch` and `octostore lock watch`
+// (docs/protocol.md "Watch"): the SSE frame splitter with its 64 KiB cap, and
+// the watch loop. The stream is only a hint that something changed: data is
+// never parsed, every data frame triggers a fresh status read, and every
+// reconnect reads status first, so what is printed is always the server's
+// status, never a stream payload.
 
 // ErrSSEFrameTooLarge is the watch's one fatal stream condition (exit 70): a
 // frame, or unterminated pending data, longer than MaxSSEFrameBytes. Its text
@@ -143,7 +144,7 @@ func SSEHasData(frame []byte) bool {
 // ReconnectDelay is the wait before the next connection: the stream's
 // retry: guidance when it sent one (clamped, at least 100 ms, later-only
 // jitter; a server sending 0 still cannot cause a request storm), else local
-// backoff by attempt (§10.4 step 4).
+// backoff by attempt (docs/protocol.md "Watch" step 4).
 func ReconnectDelay(guidanceMS *uint64, attempt uint32, bp uint32) time.Duration {
 	if guidanceMS != nil {
 		return GuidedWaitDelay(*guidanceMS, bp)
@@ -151,8 +152,9 @@ func ReconnectDelay(guidanceMS *uint64, attempt uint32, bp uint32) time.Duration
 	return BackoffWaitDelay(attempt, bp)
 }
 
-// Watch is `octostore election watch` / `octostore lock watch` (§10.4). All
-// fields are inputs; validation and loading the token are the caller's job.
+// Watch is `octostore election watch` / `octostore lock watch`
+// (docs/protocol.md "Watch"). All fields are inputs; validation and loading the
+// token are the caller's job.
 type Watch struct {
 	Client *Client
 	// Kind selects the election or lock routes; Name is the raw election id
@@ -171,10 +173,11 @@ type Watch struct {
 	Out, Diag io.Writer
 }
 
-// Run watches until a signal and returns the exit status (§9): 130 (SIGINT,
-// or any signal other than SIGTERM) or 143 (SIGTERM, or ctx cancelled), or 70
-// when the initial status read or the stream connection fails
-// non-retryably, or a frame exceeds the cap. Never 0.
+// Run watches until a signal and returns the exit status
+// (docs/protocol.md "Exit codes"): 130 (SIGINT, or any signal other than
+// SIGTERM) or 143 (SIGTERM, or ctx cancelled), or 70 when the initial status
+// read or the stream connection fails non-retryably, or a frame exceeds the
+// cap. Never 0.
 func (w *Watch) Run(ctx context.Context, signals <-chan os.Signal) int {
 	defaults(&w.Clock, &w.Jitter, &w.Out, &w.Diag)
 	r := &watchRun{w: w, ctx: ctx, signals: signals}
@@ -339,7 +342,7 @@ func (r *watchRun) status() (snapshot, *Failure, bool) {
 	return res.snap, nil, false
 }
 
-// print writes one snapshot line (§10.4 output).
+// print writes one snapshot line (docs/protocol.md "Watch" output).
 func (r *watchRun) print(s snapshot) {
 	if r.seq < ^uint64(0) {
 		r.seq++
@@ -398,10 +401,11 @@ type doResult struct {
 	err  error
 }
 
-// connect opens the stream (§10.4 step 2): the response headers must arrive
-// within the request timeout; a non-200 is read as an error body. It returns
-// the open 200 response and the function that ends it, or resp == nil when
-// the caller should start over at step 1, or stop with an exit code.
+// connect opens the stream (docs/protocol.md "Watch" step 2): the response
+// headers must arrive within the request timeout; a non-200 is read as an error
+// body. It returns the open 200 response and the function that ends it, or
+// resp == nil when the caller should start over at step 1, or stop with an
+// exit code.
 func (r *watchRun) connect() (resp *http.Response, end context.CancelFunc, code int, stop bool) {
 	c := r.w.Client
 	ctx, cancel := context.WithTimeout(context.Background(), watchStreamTimeout)
@@ -457,8 +461,9 @@ func (r *watchRun) connect() (resp *http.Response, end context.CancelFunc, code 
 	return nil, nil, code, stop
 }
 
-// readFailure decodes a non-200 answer like any API error (§5.2): x-request-id
-// validated, the body bounded at 1 MiB and read in full before deciding.
+// readFailure decodes a non-200 answer like any API error
+// (docs/protocol.md "Response handling"): x-request-id validated, the body
+// bounded at 1 MiB and read in full before deciding.
 func readFailure(resp *http.Response) *Failure {
 	requestID := resp.Header.Get("X-Request-Id")
 	if !validRequestID(requestID) {
@@ -484,8 +489,9 @@ type chunk struct {
 	err  error
 }
 
-// stream reads the open watch response (§10.4 step 3) until it ends, and
-// returns the last retry: guidance it carried, or stops with an exit code.
+// stream reads the open watch response (docs/protocol.md "Watch" step 3) until
+// it ends, and returns the last retry: guidance it carried, or stops with an
+// exit code.
 func (r *watchRun) stream(resp *http.Response, cancel context.CancelFunc) (guidance *uint64, code int, stop bool) {
 	chunks := make(chan chunk)
 	quit := make(chan struct{})

@@ -383,7 +383,7 @@ func TestWatchOversizedFrame(t *testing.T) {
 	require.Len(t, r.out.all(), 1, "only the status read before the stream was printed")
 }
 
-// Failures before and while connecting (§10.4 steps 1–2).
+// Failures before and while connecting (docs/protocol.md "Watch" steps 1–2).
 func TestWatchFailures(t *testing.T) {
 	t.Run("non-retryable initial status exits 70 before connecting", func(t *testing.T) {
 		f := startFake(t)

@@ -9,9 +9,10 @@ import (
 	"github.com/octostore-supervisor/supervisor/hold"
 )
 
-// humanWriter turns the hold's JSONL into upstream's human lines (hold-protocol
-// §8.4): "<kind> <name> · <event> · <detail>", with control characters escaped
-// so a hostile name cannot forge lines on a terminal.
+// humanWriter turns the hold's JSONL into upstream's human lines
+// (docs/protocol.md "Human lines"): "<kind> <name> · <event> · <detail>", with
+// control characters escaped so a hostile name cannot forge lines on a
+// terminal.
 type humanWriter struct {
 	w   io.Writer
 	buf bytes.Buffer

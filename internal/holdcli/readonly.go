@@ -15,10 +15,11 @@ import (
 	"github.com/octostore-supervisor/supervisor/hold"
 )
 
-// The read-only commands (hold-protocol §4.1, §10): election create|status|watch
-// and lock status|watch. create and status exit 0 on success and 70 on any API
-// failure; watch runs until a signal (130/143). Local validation exits 64
-// before any request is sent.
+// The read-only commands (docs/protocol.md "Commands and flags",
+// "Read-only commands"): election create|status|watch and lock status|watch.
+// create and status exit 0 on success and 70 on any API failure; watch runs
+// until a signal (130/143). Local validation exits 64 before any request is
+// sent.
 
 // readFlags are the flags of the read-only commands. Only lock commands carry a
 // capability (the bearer token), so only they have --allow-insecure-http;
@@ -67,7 +68,8 @@ func readCommand(name, usageText, argName string, lock bool, action func(*cli.Co
 
 // publicClientFor is clientFor for the election read commands, which carry no
 // capability: plain http is allowed to any host and proxies are honoured, as
-// upstream does (§4.3). Same order: server, timeouts, CA bundle.
+// upstream does (docs/protocol.md "Server selection"). Same order: server,
+// timeouts, CA bundle.
 func publicClientFor(c *cli.Context, env hold.LookupEnv) (*hold.Client, error) {
 	var flag *string
 	if c.IsSet("server") {

@@ -21,10 +21,12 @@ import (
 	"github.com/octostore-supervisor/supervisor/internal/proctest"
 )
 
-// Real signals delivered to the built `octostore` binary (§7.3, §9 rows
-// 130/143, §11.12), plus the exit-code and transport scenarios that need the
-// real process: L1 (capability transport and proxies), L13 (one 2 s shutdown
-// budget), L18 (usage errors cannot forge event lines), and exit 0 only for
+// Real signals delivered to the built `octostore` binary
+// (docs/protocol.md "Signals", "Exit codes" rows 130/143,
+// "Easy to miss" item 12), plus the exit-code and transport scenarios that need
+// the real process: L1 (capability transport and proxies), L13 (one 2 s
+// shutdown budget), L18 (usage errors cannot forge event lines), and exit 0
+// only for
 // --help/--version. Every process started here is waited for by the end of
 // its test (holdProc's cleanup; proctest.StartServer for the authority).
 
@@ -241,7 +243,8 @@ func TestSignalHoldDuringAuthority(t *testing.T) {
 // L13: with the resign (or the release and the DELETE) stalled and
 // --shutdown-timeout 10s, the shutdown still ends within one 2 s budget:
 // uncertain release_unconfirmed, 130. Further signals during the shutdown
-// neither kill the process nor change its exit status (§7.3).
+// neither kill the process nor change its exit status
+// (docs/protocol.md "Signals").
 func TestSignalHoldShutdownBudget(t *testing.T) {
 	for _, kind := range []string{"election", "lock"} {
 		t.Run(kind, func(t *testing.T) {
@@ -265,10 +268,10 @@ func TestSignalHoldShutdownBudget(t *testing.T) {
 	}
 }
 
-// L1, §11.11: a capability-bearing hold refuses a non-loopback http server
-// (64, before any connection), and against a loopback server ignores every
-// proxy variable — the trap proxy sees nothing — reaches leader/acquired,
-// releases on TERM (143), and prints no capability.
+// L1, docs/protocol.md "Easy to miss" item 11: a capability-bearing hold
+// refuses a non-loopback http server (64, before any connection), and against a
+// loopback server ignores every proxy variable — the trap proxy sees nothing —
+// reaches leader/acquired, releases on TERM (143), and prints no capability.
 func TestCapabilityTransportAndProxies(t *testing.T) {
 	url, tokenFile := sigAuthority(t)
 	for _, args := range [][]string{
@@ -330,11 +333,11 @@ func TestCapabilityTransportAndProxies(t *testing.T) {
 	}
 }
 
-// §9 row 0: --help and --version are the only successes of this binary's
-// hold surface; L18: a usage error never lets argv forge a line — the
-// candidate, an unknown flag or an unknown command containing a newline and
-// an event-shaped JSON object end in 64 with stdout empty and no stderr line
-// that is JSON.
+// docs/protocol.md "Exit codes" row 0: --help and --version are the only
+// successes of this binary's hold surface; L18: a usage error never lets argv
+// forge a line — the candidate, an unknown flag or an unknown command
+// containing a newline and an event-shaped JSON object end in 64 with stdout
+// empty and no stderr line that is JSON.
 func TestExitCodesHelpAndUsage(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"--version"}, {"election", "hold", "--help"}, {"lock", "hold", "--help"}} {
 		p := startHoldCLI(t, nil, args...)

@@ -49,12 +49,13 @@ func (c *ManualClock) Advance(d time.Duration) {
 type Options struct {
 	Tokens            []string      // accepted bearer tokens
 	Clock             Clock         // nil: system clock
-	KeepaliveInterval time.Duration // SSE keepalive period; default 15s (§1.7, §2.7)
+	KeepaliveInterval time.Duration // SSE keepalive period; default 15s (docs/protocol.md "Election watch stream", "Lock watch stream")
 	WatchMax          time.Duration // SSE stream lifetime; default 900s
 }
 
 // lease is one held name. Elections are stored as "__election/<id>" and share
-// the fencing counter with locks, exactly like the real store (§1.1).
+// the fencing counter with locks, exactly like the real store
+// (docs/protocol.md "Election identifiers").
 type lease struct {
 	name      string
 	holder    string // internal holder identity
@@ -191,7 +192,8 @@ func (a *Authority) AddToken(t string) {
 	a.mu.Unlock()
 }
 
-// SetElectionsEnabled switches public elections (disabled → 403 forbidden, §1).
+// SetElectionsEnabled switches public elections (disabled → 403 forbidden,
+// docs/protocol.md "Elections API").
 func (a *Authority) SetElectionsEnabled(on bool) {
 	a.mu.Lock()
 	a.electionsEnabled = on

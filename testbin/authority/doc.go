@@ -1,5 +1,6 @@
 // Command authority is a fault-injecting fake of the OctoStore coordination
-// service (the contract is the shared hold-protocol specification, §0–§3 and §12).
+// service (the contract is docs/protocol.md "Conventions", "Elections API",
+// "Locks API" and "Fake server").
 //
 // It exists to test the Go hold client (`octostore election|lock
 // hold|status|watch`) against a server whose every byte is predictable and
@@ -17,7 +18,8 @@
 // runs until SIGTERM or SIGINT and then exits 0. Only loopback listen
 // addresses are accepted.
 //
-// Real API routes (§1–§3): POST /elections, GET /elections/{id}, POST
+// Real API routes (docs/protocol.md "Elections API", "Locks API",
+// "Health endpoints"): POST /elections, GET /elections/{id}, POST
 // /elections/{id}/campaign|renew|resign, GET /elections/{id}/watch, POST
 // /locks/{name}/acquire|renew|release, GET /locks/{name}, GET
 // /locks/{name}/watch, POST /sessions, POST /sessions/{id}/keepalive,

@@ -9,8 +9,9 @@ import (
 	"github.com/octostore-supervisor/supervisor/events"
 )
 
-// Success bodies are structs so encoding/json keeps the server's struct
-// order (§1); tag ("status") first where the server's enum is tagged.
+// Success bodies are structs so encoding/json keeps the server's struct order
+// (docs/protocol.md "Elections API"); tag ("status") first where the server's
+// enum is tagged.
 
 type leaderView struct {
 	CandidateID string  `json:"candidate_id"`
@@ -99,7 +100,8 @@ func electionTTL(p *int64) (int64, *apiError) {
 	return *p, nil
 }
 
-// leaderToken is base64url-no-pad(holder UUID ‖ lease UUID), 43 chars (§1.1).
+// leaderToken is base64url-no-pad(holder UUID ‖ lease UUID), 43 chars
+// (docs/protocol.md "Election identifiers").
 func leaderToken(l *lease) string {
 	b := append(append([]byte{}, l.holderID[:]...), l.leaseID[:]...)
 	return base64.RawURLEncoding.EncodeToString(b)

@@ -67,8 +67,9 @@ type sessionGetBody struct {
 	Active    bool   `json:"active"`
 }
 
-// checkLockName approximates the server's rule (§2.2) with unicode.IsLetter
-// || unicode.IsNumber standing in for Rust's char::is_alphanumeric.
+// checkLockName approximates the server's rule
+// (docs/protocol.md "Lock names and leases") with unicode.IsLetter ||
+// unicode.IsNumber standing in for Rust's char::is_alphanumeric.
 func checkLockName(name string) *apiError {
 	if len(name) < 1 || len(name) > 256 {
 		return errInvalidLockName("Lock name must be 1-256 bytes")
@@ -92,7 +93,8 @@ func checkLockName(name string) *apiError {
 	return nil
 }
 
-// lockPrelude is auth → name → reserved-prefix, the common order of §2.3–2.7.
+// lockPrelude is auth → name → reserved-prefix, the common order of
+// docs/protocol.md "Acquire" to "Lock watch stream".
 func (c *call) lockPrelude() (string, *apiError) {
 	if e := c.auth(); e != nil {
 		return "", e
@@ -222,7 +224,7 @@ func (c *call) acquire() *response {
 		}
 	}
 	// Ephemeral locks are held by the session, so two sessions of one bearer
-	// token contend as distinct owners (§2.3).
+	// token contend as distinct owners (docs/protocol.md "Acquire").
 	holder := "user:" + c.token
 	if ephemeral {
 		holder = "session:" + sid

@@ -14,8 +14,9 @@ import (
 	"time"
 )
 
-// apiError is the server error body (§0.3). It is rendered from a map so the
-// keys come out alphabetical, as serde_json's json! macro produces them.
+// apiError is the server error body (docs/protocol.md "Error body"). It is
+// rendered from a map so the keys come out alphabetical, as serde_json's json!
+// macro produces them.
 type apiError struct {
 	status       int
 	code         string
@@ -34,7 +35,7 @@ func errInvalidInput(reason string) *apiError {
 }
 
 // errFramework is what the middleware makes of extractor/router rejections:
-// invalid_input with the original status kept (§0.3).
+// invalid_input with the original status kept (docs/protocol.md "Error body").
 func errFramework(status int) *apiError {
 	return &apiError{status: status, code: "invalid_input", error: "Invalid input", details: frameworkDetails}
 }
@@ -55,8 +56,9 @@ func errNotFound(what string) *apiError {
 	return &apiError{status: 404, code: "not_found", error: what, details: what}
 }
 
-// errLeaseNotCurrent splits by status exactly as §1.5/§2.4: 400 when another
-// lease holds the name, 404 when nothing current holds it.
+// errLeaseNotCurrent splits by status exactly as
+// docs/protocol.md "Election renew", "Lock renew": 400 when another lease holds
+// the name, 404 when nothing current holds it.
 func errLeaseNotCurrent(status int) *apiError {
 	d := "Lease is not current"
 	if status == 400 {
@@ -485,7 +487,8 @@ func (c *call) decodeJSON(v any) *apiError {
 // u32 reports whether an optional integer field fits serde's u32.
 func u32(p *int64) bool { return p == nil || (*p >= 0 && *p <= math.MaxUint32) }
 
-// auth checks `Authorization: Bearer <token>` (§2.1).
+// auth checks `Authorization: Bearer <token>`
+// (docs/protocol.md "Bearer authentication").
 func (c *call) auth() *apiError {
 	h, present := c.r.Header["Authorization"]
 	if !present || len(h) == 0 || !strings.HasPrefix(h[0], "Bearer ") {

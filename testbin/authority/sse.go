@@ -13,7 +13,7 @@ type electionWatchData struct {
 	SchemaVersion int         `json:"schema_version"`
 	ElectionID    string      `json:"election_id"`
 	Status        string      `json:"status"`
-	Leader        *leaderView `json:"leader"` // JSON null when vacant: no skip on this struct (§1.7)
+	Leader        *leaderView `json:"leader"` // JSON null when vacant: no skip on this struct (docs/protocol.md "Election watch stream")
 	RetryAfterMs  int64       `json:"retry_after_ms"`
 	ObservedAt    string      `json:"observed_at"`
 }

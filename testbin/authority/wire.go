@@ -11,9 +11,9 @@ import (
 )
 
 // marshal encodes compactly without HTML escaping, matching serde_json for
-// everything a test can reach (§0.1). Structs keep field order (the server's
-// struct order); maps are sorted by encoding/json, which gives the
-// alphabetical order of bodies built from a generic JSON value.
+// everything a test can reach (docs/protocol.md "JSON encoding"). Structs keep
+// field order (the server's struct order); maps are sorted by encoding/json,
+// which gives the alphabetical order of bodies built from a generic JSON value.
 func marshal(v any) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -57,15 +57,17 @@ func parseUUID(s string) (uuid, bool) {
 	return u, true
 }
 
-// newRequestID is req_ + a v4 UUID in simple (unhyphenated) lowercase form (§0.2).
+// newRequestID is req_ + a v4 UUID in simple (unhyphenated) lowercase form
+// (docs/protocol.md "Request IDs").
 func newRequestID() string {
 	u := newUUID()
 	return "req_" + hex.EncodeToString(u[:])
 }
 
-// pseudonym derives a UUID-shaped public identifier (version nibble 8) from
-// an internal identity, like the server's holder_id, so tests can check that
-// the session ID never leaks as holder_id (§2.2).
+// pseudonym derives a UUID-shaped public identifier (version nibble 8) from an
+// internal identity, like the server's holder_id, so tests can check that the
+// session ID never leaks as holder_id
+// (docs/protocol.md "Lock names and leases").
 func pseudonym(domain, internal string) string {
 	sum := sha256.Sum256([]byte("octostore-fake/" + domain + "\x00" + internal))
 	var u uuid

@@ -12,8 +12,8 @@ import (
 	"github.com/octostore-supervisor/supervisor/events"
 )
 
-// keyOrder is the hold's struct order (hold-protocol §8.1); x_extra is our
-// own unknown field, appended last.
+// keyOrder is the hold's struct order (docs/protocol.md "Event envelope");
+// x_extra is our own unknown field, appended last.
 var keyOrder = []string{
 	"schema_version", "sequence", "event", "kind", "name", "server",
 	"candidate_id", "term", "expires_at", "retry_after_ms", "reason_code",
