@@ -288,7 +288,7 @@ func TestProtocolElectionResignIdentityValidated(t *testing.T) {
 			r.signals <- syscall.SIGINT
 			r.expectNext(events.Uncertain, ReasonReleaseUnconfirmed)
 			sameEvents(t, electionDone(t, r, ExitSIGINT), events.Leader, events.Uncertain)
-			require.Equal(t, 1, f.requests("resign"), "one attempt only (§11.12)")
+			require.Equal(t, 1, f.requests("resign"), "one attempt only (docs/protocol.md \"Easy to miss\" item 12)")
 		})
 	}
 }

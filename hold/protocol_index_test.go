@@ -143,10 +143,10 @@ func TestCoverageIndexNamesExistingTests(t *testing.T) {
 		require.True(t, defined[name], "the coverage index cites %s, which does not exist", name)
 	}
 	for i := 1; i <= 13; i++ {
-		require.Regexp(t, regexp.MustCompile(`(?m)^// `+itoa(uint64(i))+` +\S`), index, "§11 item %d has no row", i)
+		require.Regexp(t, regexp.MustCompile(`(?m)^// `+itoa(uint64(i))+` +\S`), index, "\"Easy to miss\" item %d has no row", i)
 	}
 	for _, row := range []string{"0", "11", "20", "64", "70", "130"} {
-		require.Regexp(t, regexp.MustCompile(`(?m)^// `+row+` +\S`), index, "§9 row %s has no row", row)
+		require.Regexp(t, regexp.MustCompile(`(?m)^// `+row+` +\S`), index, "\"Exit codes\" row %s has no row", row)
 	}
 	for i := 1; i <= 18; i++ {
 		require.Regexp(t, regexp.MustCompile(`(?m)^// L`+itoa(uint64(i))+` +\S`), index, "L%d has no row", i)
