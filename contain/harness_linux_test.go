@@ -1,6 +1,7 @@
 package contain_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -365,8 +366,8 @@ func waitStopped(t *testing.T, pid int, limit time.Duration) {
 
 // allThreadsStopped: a group stop reaches each thread on its own way back to
 // user space, so the leader can show T while another thread still runs (and,
-// say, acts on a SIGCHLD). Only when every thread shows T does the process do
-// nothing more.
+// say, acts on a SIGCHLD). Only when every thread is stopped (or exiting) does
+// the process do nothing more.
 func allThreadsStopped(pid int) bool {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil || len(tasks) == 0 {
@@ -378,7 +379,11 @@ func allThreadsStopped(pid int) bool {
 		if err != nil {
 			return false
 		}
-		if p, err := r.Stat(tid); err != nil || p.State != 'T' {
+		p, err := r.Stat(tid)
+		if errors.Is(err, platform.ErrNoProcess) {
+			continue // a thread that just exited
+		}
+		if err != nil || (p.State != 'T' && p.State != 't' && p.State != 'Z' && p.State != 'X') {
 			return false
 		}
 	}

@@ -184,6 +184,24 @@ func (r *ProcReader) Descendants(root int, dst []Proc, skip ...int) ([]Proc, err
 		idx[p.Pid] = i
 	}
 	queue := append([]int(nil), children[root]...)
+	// The scan reads one process at a time, so it is not one instant: when a
+	// middle process exits between the reads of its child and of itself, the
+	// child's parent link points at a process the scan no longer has, and the
+	// child is missed - while the kernel has re-parented it to the nearest
+	// subreaper, which is root in every caller that proves a tree empty. The
+	// kernel's own list of root's children, read after the scan, has it.
+	for _, pid := range r.directChildren(root) {
+		if _, seen := idx[pid]; seen {
+			continue
+		}
+		p, err := r.Stat(pid)
+		if err != nil {
+			continue // gone again
+		}
+		idx[pid] = len(all)
+		all = append(all, p)
+		queue = append(queue, pid)
+	}
 	for len(queue) > 0 {
 		pid := queue[0]
 		queue = queue[1:]
@@ -194,6 +212,30 @@ func (r *ProcReader) Descendants(root int, dst []Proc, skip ...int) ([]Proc, err
 		queue = append(queue, children[pid]...)
 	}
 	return dst, nil
+}
+
+// directChildren reads /proc/PID/task/TID/children for every thread of pid:
+// the kernel's list of its children at one instant per thread. Best effort (an
+// empty answer where the kernel lacks CONFIG_PROC_CHILDREN): the scan stays
+// the main source.
+func (r *ProcReader) directChildren(pid int) []int {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return nil
+	}
+	var kids []int
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range bytes.Fields(b) {
+			if k, ok := atoiPositive(f); ok {
+				kids = append(kids, k)
+			}
+		}
+	}
+	return kids
 }
 
 // Signal delivers sig to exactly the process p names, never to a process that
