@@ -20,9 +20,10 @@ import (
 // supervisor's only child: if the supervisor dies its socket reads EOF and the
 // guardian contains everything on its own clock.
 type guardian struct {
-	main  *conn
-	grace time.Duration
-	proof time.Duration
+	main       *conn
+	supervisor int // our parent; another parent later means it died
+	grace      time.Duration
+	proof      time.Duration
 
 	mu     sync.Mutex // held by the reaper around each wait; see signalShim
 	groups map[string]*shimGroup
@@ -62,7 +63,7 @@ func GuardianMain() int {
 	_ = platform.SetNonDumpable()
 	absorbSignals()
 
-	g := &guardian{main: newConn(os.NewFile(fdCtl, "ctl")), groups: map[string]*shimGroup{}}
+	g := &guardian{main: newConn(os.NewFile(fdCtl, "ctl")), supervisor: os.Getppid(), groups: map[string]*shimGroup{}}
 	reaper(&g.mu, func(pid int, _ unix.WaitStatus) {
 		for _, grp := range g.groups {
 			if grp.pid == pid {
@@ -222,7 +223,7 @@ func (g *guardian) loop() int {
 				// stderr we share with it: nothing else will.
 				began := time.Now()
 				rep := g.containAll()
-				fmt.Fprintln(os.Stderr, orphanedLine(rep, time.Since(began)))
+				fmt.Fprintln(os.Stderr, orphanedLine(g.supervisorGone(), rep, time.Since(began)))
 				return 0
 			}
 			if m.Op == opExit {
@@ -514,16 +515,27 @@ func (g *guardian) containAll() Report {
 	return rep
 }
 
+// supervisorGone says why the supervisor's end of our socket closed: it died
+// (we were re-parented), or it let go of us on purpose, having found us
+// stopped or unresponsive, and contains the run itself.
+func (g *guardian) supervisorGone() string {
+	if os.Getppid() != g.supervisor {
+		return "the supervisor died"
+	}
+	return "the supervisor gave up on this guardian (found it stopped or unresponsive)"
+}
+
 // orphanedLine is what the guardian says after containing a run whose
-// supervisor died: the only account of it a user will get.
-func orphanedLine(rep Report, took time.Duration) string {
+// supervisor is gone: for a dead supervisor, the only account of it a user
+// will get.
+func orphanedLine(why string, rep Report, took time.Duration) string {
 	ms := took.Milliseconds()
 	if !rep.ProvenEmpty {
-		return fmt.Sprintf("octostore-supervisor guardian: the supervisor died; its worker and hold groups could NOT be proven empty (%s, %d processes killed, %d survivors, %d ms)",
-			rep.Backend, rep.Killed, len(rep.Survivors), ms)
+		return fmt.Sprintf("octostore-supervisor guardian: %s; its worker and hold groups could NOT be proven empty (%s, %d processes killed, %d survivors, %d ms)",
+			why, rep.Backend, rep.Killed, len(rep.Survivors), ms)
 	}
-	return fmt.Sprintf("octostore-supervisor guardian: the supervisor died; its worker and hold groups were killed and proven empty (%s, %d processes killed, %d ms)",
-		rep.Backend, rep.Killed, ms)
+	return fmt.Sprintf("octostore-supervisor guardian: %s; its worker and hold groups were killed and proven empty (%s, %d processes killed, %d ms)",
+		why, rep.Backend, rep.Killed, ms)
 }
 
 // forward delivers sig to every live member of a group: its tree below the shim

@@ -82,7 +82,8 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 	code := contain.ExitOK
 	app := newApp(env, stdout, stderr, &code)
 	if msg := cliorder.Misplaced(app, args); msg != "" {
-		fmt.Fprintf(stderr, "octostore-supervisor: %s\n%s\n", hold.TerminalSafe(msg), usageLine)
+		// Every form: the misplaced flag may belong to run, doctor or sweep.
+		fmt.Fprintf(stderr, "octostore-supervisor: %s\n%s\n", hold.TerminalSafe(msg), usageText)
 		return contain.ExitUsage
 	}
 	if err := app.Run(literalPositionals(args)); err != nil {

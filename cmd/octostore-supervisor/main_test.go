@@ -50,5 +50,8 @@ func TestFlagsGoAfterTheCommand(t *testing.T) {
 		if !strings.Contains(c.want, "TTL") {
 			require.Contains(t, errb.String(), "\nusage: octostore-supervisor <election|lock> [flags] ", c.args)
 		}
+		if strings.Contains(c.want, "goes after") {
+			require.Contains(t, errb.String(), "\noctostore-supervisor run [flags] -- <command>", c.args)
+		}
 	}
 }
