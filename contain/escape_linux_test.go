@@ -31,23 +31,26 @@ func TestJEscapeMatrix(t *testing.T) {
 	t.Parallel()
 	modes := []struct {
 		name, worker string
-		min          int // processes the teardown must have found
+		min          int    // processes the teardown must have found
+		ready        string // the hold waits for this file instead of the worker's log
 	}{
-		{"J1 direct setsid", "--ignore-signals --setsid --child", 2},
-		{"direct setpgid", "--ignore-signals --setpgid --child", 2},
-		{"child in the same group", "--ignore-signals --child", 2},
-		{"4.2-1 grandchild double-fork + setsid (daemon)", "--ignore-signals --grandchild-setsid", 2},
-		{"double fork, reparented", "--ignore-signals --double-fork", 2},
-		{"4.3-5 child in a new process group", "--ignore-signals --child-setpgid", 2},
-		{"J2 worker joins another group", "--ignore-signals --join-group", 2},
-		{"nohup child", "--nohup", 2},
-		{"TERM/HUP/INT-immune 100-process tree", "--ignore-signals --tree 100", 101},
-		{"F5 fork storm (300)", "--ignore-signals --storm 300", 2},
-		{"2000 processes as fast as possible (killed mid-spawn)", "--ignore-signals --light-tree 2000", 2},
-		{"4.2-9 zombie factory", "--ignore-signals --zombies 50", 1},
-		{"4.3-17 child moves itself to another cgroup", "--ignore-signals --migrate-cgroup --migrate-log {dir}/migrate", 2},
-		{"4.3-18 setuid-style helper changes uid", "--ignore-signals --setuid 65534", 2},
-		{"Zl: leader thread exits, another runs on", "--ignore-signals --leader-exit {dir}/heartbeat", 1},
+		{"J1 direct setsid", "--ignore-signals --setsid --child", 2, ""},
+		{"direct setpgid", "--ignore-signals --setpgid --child", 2, ""},
+		{"child in the same group", "--ignore-signals --child", 2, ""},
+		{"4.2-1 grandchild double-fork + setsid (daemon)", "--ignore-signals --grandchild-setsid", 2, ""},
+		{"double fork, reparented", "--ignore-signals --double-fork", 2, ""},
+		{"4.3-5 child in a new process group", "--ignore-signals --child-setpgid", 2, ""},
+		{"J2 worker joins another group", "--ignore-signals --join-group", 2, ""},
+		{"nohup child", "--nohup", 2, ""},
+		// The whole tree must be up when the loss comes, or fewer than 101
+		// are there to kill: the worker's marker follows its setup.
+		{"TERM/HUP/INT-immune 100-process tree", "--ignore-signals --tree 100 --marker {dir}/up", 101, "{dir}/up"},
+		{"F5 fork storm (300)", "--ignore-signals --storm 300", 2, ""},
+		{"2000 processes as fast as possible (killed mid-spawn)", "--ignore-signals --light-tree 2000", 2, ""},
+		{"4.2-9 zombie factory", "--ignore-signals --zombies 50", 1, ""},
+		{"4.3-17 child moves itself to another cgroup", "--ignore-signals --migrate-cgroup --migrate-log {dir}/migrate", 2, ""},
+		{"4.3-18 setuid-style helper changes uid", "--ignore-signals --setuid 65534", 2, ""},
+		{"Zl: leader thread exits, another runs on", "--ignore-signals --leader-exit {dir}/heartbeat", 1, ""},
 	}
 	type row struct {
 		mode, backend     string
@@ -74,8 +77,11 @@ func TestJEscapeMatrix(t *testing.T) {
 			t.Run(backend+"/"+m.name, func(t *testing.T) {
 				t.Parallel()
 				hold, leaderExit := lostAfterSetup, strings.Contains(m.worker, "--leader-exit")
-				if leaderExit {
+				switch {
+				case leaderExit:
 					hold = lostAfterLeaderExit
+				case m.ready != "":
+					hold = slices.Replace(slices.Clone(hold), 1, 2, "waitfile:"+m.ready)
 				}
 				r := start(t, sc{flags: []string{"--containment", backend}, worker: m.worker, hold: hold})
 				code := r.wait(bound)
