@@ -301,9 +301,11 @@ func sweepRuns(b Backend, mode sweepMode, proof time.Duration) ([]StaleRun, erro
 // (another sweep - every supervisor sweeps at start - got there first), and
 // at start-up for a run marked earlier that still holds processes.
 func sweepRun(b Backend, dir string, mode sweepMode, proof time.Duration) (s StaleRun, found bool, err error) {
+	// A concurrent sweep removes the run's leaves, then the run: reading a leaf
+	// that is being removed fails with ENODEV rather than ENOENT.
 	gone := func(err error) bool {
 		_, serr := os.Stat(dir)
-		return errors.Is(err, os.ErrNotExist) || errors.Is(serr, os.ErrNotExist)
+		return errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENODEV) || errors.Is(serr, os.ErrNotExist)
 	}
 	m, err := cgroup2.Load(relTo(b.Mount, dir), cgroup2.WithMountpoint(b.Mount))
 	if err != nil {
