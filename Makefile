@@ -22,10 +22,12 @@ vet:
 # The integration tests run real processes (some as the unprivileged user
 # nobody, some inside a pids cgroup), so they want root, as CI has.
 # The contain suite runs twice: with the backend auto picks (cgroup as root on
-# Linux) and with the process-group backend.
+# Linux) and with the process-group backend. Its tests start real process
+# trees under the race detector; two at a time is what CI's 2 cores carry
+# without starving the supervisors they time.
 test: vet
-	$(GO) test -race -count=1 -timeout 25m -parallel 4 ./...
-	OCTOSTORE_TEST_CONTAINMENT=process-group $(GO) test -race -count=1 -timeout 25m -parallel 4 ./contain/
+	$(GO) test -race -count=1 -timeout 25m -parallel 2 ./...
+	OCTOSTORE_TEST_CONTAINMENT=process-group $(GO) test -race -count=1 -timeout 25m -parallel 2 ./contain/
 	$(MAKE) test-windows
 
 # Build and vet every supported target, also with the test-hook tag the

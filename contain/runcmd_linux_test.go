@@ -452,13 +452,16 @@ func TestRunRealDaemons(t *testing.T) {
 						}
 						r := startCLI(t, dir, 0, append(append(args, "--"), d.argv(t, dir, port)...)...)
 						if untilEmpty {
+							// Both: a port picked free a moment ago may have been taken by
+							// another test's listener since, and answer for a daemon that
+							// did not start.
 							proctest.WaitFor(t, bound, d.name+" to serve on its port", func() bool {
 								select {
 								case <-r.done:
 									t.Fatalf("run exited %d while %s should serve; stderr:\n%s", r.code, d.name, r.stderr())
 								default:
 								}
-								return listening(port)
+								return listening(port) && len(daemonsLeft(d.comm)) > 0
 							})
 							require.NotEmpty(t, daemonsLeft(d.comm), "the daemon runs under run")
 							require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
