@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -319,7 +320,7 @@ func (s *LocalStore) Dir() string { return s.dir }
 func (s *LocalStore) Server() string { return s.server }
 
 func (s *LocalStore) join(rel string) string {
-	return strings.TrimRight(s.dir, `/\`) + string(os.PathSeparator) + rel
+	return strings.TrimRight(s.dir, `/\`) + string(os.PathSeparator) + filepath.FromSlash(rel)
 }
 
 // ValidateLocalName checks an election id or lock name for the local

@@ -649,9 +649,16 @@ func TestLocalCreateStatusWatch(t *testing.T) {
 
 	h := startLocalElection(t, s, id, "agent-a")
 	term, _ := h.authority()
+	// The lock is taken a moment before the holder record is written: a
+	// snapshot between the two shows a leader with no details yet (slow
+	// file renames under Wine make that moment long enough to be seen).
 	got := snap()
+	for got["status"] == "leader" && got["leader"] == nil {
+		got = snap()
+	}
 	require.Equal(t, "leader", got["status"])
-	leader := got["leader"].(map[string]any)
+	leader, ok := got["leader"].(map[string]any)
+	require.True(t, ok, "no leader details in %v", got)
 	require.Equal(t, "agent-a", leader["candidate_id"])
 	require.EqualValues(t, term, leader["term"])
 	require.EqualValues(t, os.Getpid(), leader["pid"])
