@@ -80,7 +80,7 @@ type runState struct {
 	h       *ElectionHold
 	ctx     context.Context
 	signals <-chan os.Signal
-	em      *emitter
+	em      *Emitter
 	sig     os.Signal // the signal that ended a wait or request
 	// transportErrors counts the campaign's transport errors (unreachableHint).
 	transportErrors int
@@ -95,7 +95,7 @@ func (h *ElectionHold) Run(ctx context.Context, signals <-chan os.Signal) int {
 	defaults(&h.Clock, &h.Jitter, &h.Diag)
 	clock := h.Clock
 	cand := h.Candidate
-	r := &runState{h: h, ctx: ctx, signals: signals, em: &emitter{
+	r := &runState{h: h, ctx: ctx, signals: signals, em: &Emitter{
 		out: h.Out, clock: clock, kind: events.Election, name: h.ElectionID,
 		server: h.Client.Server().URL, candidate: &cand,
 	}}
@@ -294,11 +294,11 @@ func (r *runState) run() (int, error) {
 	}
 	acqReached := func() bool { return acq != nil && acq.Reached(clock) }
 	acquireTimeout := func() int {
-		r.em.emit(events.Error, eventFields{reason: ReasonAcquireTimeout})
+		r.em.Emit(events.Error, Fields{Reason: ReasonAcquireTimeout})
 		return ExitAcquireTimeout
 	}
 	uncertainPre := func(reason string) int {
-		r.em.emit(events.Uncertain, eventFields{reason: reason})
+		r.em.Emit(events.Uncertain, Fields{Reason: reason})
 		return ExitLost
 	}
 	// sleepPre waits for delay, bounded by the acquisition budget; true means
@@ -382,7 +382,7 @@ func (r *runState) run() (int, error) {
 				return 0, err
 			}
 			term, exp := cr.Leader.Term, cr.Leader.ExpiresAt
-			r.em.emit(events.Leader, eventFields{term: &term, expiresAt: &exp, authority: &obs})
+			r.em.Emit(events.Leader, Fields{Term: &term, ExpiresAt: &exp, Authority: &obs})
 			return r.holdPhase(start, cr)
 		}
 		var delay time.Duration
@@ -396,11 +396,11 @@ func (r *runState) run() (int, error) {
 			delay, reason = WaitDelay(f, attempt, h.Jitter()), f.Code
 		default:
 			r.diag(f)
-			r.em.emit(events.Error, eventFields{reason: f.Code})
+			r.em.Emit(events.Error, Fields{Reason: f.Code})
 			return f.ExitCode(), nil
 		}
 		ms := uint64(delay / time.Millisecond)
-		r.em.emit(events.Waiting, eventFields{retryAfter: &ms, reason: reason})
+		r.em.Emit(events.Waiting, Fields{RetryAfter: &ms, Reason: reason})
 		signalled, err := sleepPre(delay)
 		if err != nil {
 			return 0, err
@@ -424,12 +424,12 @@ func (r *runState) holdPhase(start Instant, cr CampaignResponse) (int, error) {
 	}
 	uncertainHeld := func() int {
 		exp := expires
-		r.em.emit(events.Uncertain, eventFields{term: &term, expiresAt: &exp, reason: ReasonRenewalDeadlineExceeded})
+		r.em.Emit(events.Uncertain, Fields{Term: &term, ExpiresAt: &exp, Reason: ReasonRenewalDeadlineExceeded})
 		return ExitLost
 	}
 	lost := func(reason string) int {
 		exp := expires
-		r.em.emit(events.Lost, eventFields{term: &term, expiresAt: &exp, reason: reason})
+		r.em.Emit(events.Lost, Fields{Term: &term, ExpiresAt: &exp, Reason: reason})
 		return ExitLost
 	}
 	shutdown := func() (int, error) {
@@ -442,9 +442,9 @@ func (r *runState) holdPhase(start Instant, cr CampaignResponse) (int, error) {
 			return 0, err
 		}
 		if ok {
-			r.em.emit(events.Released, eventFields{term: &term, reason: ReasonSignal})
+			r.em.Emit(events.Released, Fields{Term: &term, Reason: ReasonSignal})
 		} else {
-			r.em.emit(events.Uncertain, eventFields{term: &term, reason: ReasonReleaseUnconfirmed})
+			r.em.Emit(events.Uncertain, Fields{Term: &term, Reason: ReasonReleaseUnconfirmed})
 		}
 		return r.signalExit(), nil
 	}
@@ -500,7 +500,7 @@ func (r *runState) holdPhase(start Instant, cr CampaignResponse) (int, error) {
 					return 0, err
 				}
 				exp := expires
-				r.em.emit(events.Renewed, eventFields{term: &term, expiresAt: &exp, authority: &obs})
+				r.em.Emit(events.Renewed, Fields{Term: &term, ExpiresAt: &exp, Authority: &obs})
 				break retry
 			case f.ProvesLoss():
 				r.diag(f)

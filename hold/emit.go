@@ -7,11 +7,13 @@ import (
 	"github.com/octostore-supervisor/supervisor/events"
 )
 
-// emitter prints the JSONL hold events of one run
+// Emitter prints the JSONL hold events of one run
 // (docs/protocol.md "Event envelope"): it owns the sequence counter (1, 2, 3,
 // …) and fills the envelope fields shared by every line. Encoding is
-// events.HoldEvent.Encode, the project's one definition of the schema.
-type emitter struct {
+// events.HoldEvent.Encode, the project's one definition of the schema. Every
+// authority's hold prints through one, so the bytes cannot differ between
+// authorities.
+type Emitter struct {
 	out       io.Writer
 	clock     Clock
 	kind      events.Kind
@@ -21,19 +23,34 @@ type emitter struct {
 	seq       uint64
 }
 
-// eventFields are the per-event optional fields.
-type eventFields struct {
-	term       *uint64
-	expiresAt  *time.Time
-	retryAfter *uint64
-	reason     string
-	authority  *AuthorityObservation
+// NewEmitter prints the events of spec's hold, naming server (the normalized
+// authority URL, without credentials) in every line.
+func NewEmitter(spec HoldSpec, server string) *Emitter {
+	e := &Emitter{out: spec.Out, clock: spec.Clock, kind: events.Election, name: spec.Name, server: server}
+	if spec.Kind == KindLock {
+		e.kind = events.Lock
+	} else {
+		candidate := spec.Candidate
+		e.candidate = &candidate
+	}
+	return e
 }
 
-// emit writes one line. For authority events the observation's wall sample is
+// Fields are the per-event optional fields.
+type Fields struct {
+	Term       *uint64
+	ExpiresAt  *time.Time
+	RetryAfter *uint64
+	Reason     string
+	// Authority is set on leader, acquired and renewed: its wall sample is
+	// also the line's observed_at.
+	Authority *AuthorityObservation
+}
+
+// Emit writes one line. For authority events the observation's wall sample is
 // observed_at; otherwise the wall clock is sampled now. A failing writer is
 // ignored, as there is nowhere left to report it.
-func (e *emitter) emit(name string, f eventFields) {
+func (e *Emitter) Emit(name string, f Fields) {
 	e.seq++
 	ev := events.HoldEvent{
 		Event: events.Event{
@@ -43,13 +60,13 @@ func (e *emitter) emit(name string, f eventFields) {
 			Name:        e.name,
 			Server:      e.server,
 			CandidateID: e.candidate,
-			Term:        f.term,
-			ReasonCode:  f.reason,
+			Term:        f.Term,
+			ReasonCode:  f.Reason,
 		},
-		ExpiresAt:    f.expiresAt,
-		RetryAfterMs: f.retryAfter,
+		ExpiresAt:    f.ExpiresAt,
+		RetryAfterMs: f.RetryAfter,
 	}
-	if a := f.authority; a != nil {
+	if a := f.Authority; a != nil {
 		auth := events.NewAuthority(uint64(a.RemainingMS), uint64(a.ObservedAt.UnixMilli()), uint64(a.ContinuousMS))
 		ev.Authority = &auth
 		ev.ObservedAt = a.ObservedAt

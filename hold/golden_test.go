@@ -138,24 +138,24 @@ var goldenCases = []goldenCase{
 func (c goldenCase) emit(t *testing.T, out *writeRecorder, candidate *string, termPresent bool) {
 	t.Helper()
 	observed := ts(t, c.observed)
-	e := &emitter{out: out, clock: wallAt{observed}, kind: c.kind, name: c.target, server: c.server, candidate: candidate, seq: c.seq - 1}
-	f := eventFields{reason: c.reason}
+	e := &Emitter{out: out, clock: wallAt{observed}, kind: c.kind, name: c.target, server: c.server, candidate: candidate, seq: c.seq - 1}
+	f := Fields{Reason: c.reason}
 	if c.term != 0 || termPresent {
 		term := c.term
-		f.term = &term
+		f.Term = &term
 	}
 	if c.expires != "" {
 		exp := ts(t, c.expires)
-		f.expiresAt = &exp
+		f.ExpiresAt = &exp
 	}
 	if c.retry != 0 {
 		r := c.retry
-		f.retryAfter = &r
+		f.RetryAfter = &r
 	}
 	if c.remaining > 0 {
-		f.authority = &AuthorityObservation{RemainingMS: c.remaining, ObservedAt: observed, ContinuousMS: c.contMS}
+		f.Authority = &AuthorityObservation{RemainingMS: c.remaining, ObservedAt: observed, ContinuousMS: c.contMS}
 	}
-	e.emit(c.event, f)
+	e.Emit(c.event, f)
 }
 
 // TestGoldenEventBytes pins every event kind (waiting, leader, acquired,
@@ -226,9 +226,9 @@ func TestGoldenTimestampWidths(t *testing.T) {
 		var out writeRecorder
 		cand := "a"
 		observed := ts(t, c.in)
-		e := &emitter{out: &out, clock: wallAt{observed}, kind: events.Election, name: "ROOM", server: "http://127.0.0.1:1", candidate: &cand}
+		e := &Emitter{out: &out, clock: wallAt{observed}, kind: events.Election, name: "ROOM", server: "http://127.0.0.1:1", candidate: &cand}
 		term, exp := cr.Leader.Term, cr.Leader.ExpiresAt
-		e.emit(events.Lost, eventFields{term: &term, expiresAt: &exp, reason: "lease_not_current"})
+		e.Emit(events.Lost, Fields{Term: &term, ExpiresAt: &exp, Reason: "lease_not_current"})
 		require.Contains(t, string(out.writes[0]), `"expires_at":"`+c.want+`"`, c.in)
 		require.Contains(t, string(out.writes[0]), `"observed_at":"`+c.want+`"}`, c.in)
 	}
@@ -242,14 +242,14 @@ func TestGoldenTimestampWidths(t *testing.T) {
 func TestGoldenZeroTermAndEscaping(t *testing.T) {
 	var out writeRecorder
 	name := "a<b>&c\u2028d\x7fe\"f\\g\n\t\b\f\x01\x1f"
-	e := &emitter{out: &out, clock: wallAt{ts(t, "2026-08-02T12:00:00Z")}, kind: events.Lock, name: name, server: "http://127.0.0.1:3000"}
+	e := &Emitter{out: &out, clock: wallAt{ts(t, "2026-08-02T12:00:00Z")}, kind: events.Lock, name: name, server: "http://127.0.0.1:3000"}
 	zero := uint64(0)
-	e.emit(events.Released, eventFields{term: &zero, reason: ReasonSignal})
+	e.Emit(events.Released, Fields{Term: &zero, Reason: ReasonSignal})
 	want := "{\"schema_version\":1,\"sequence\":1,\"event\":\"released\",\"kind\":\"lock\",\"name\":\"a<b>&c\u2028d\x7fe\\\"f\\\\g\\n\\t\\b\\f\\u0001\\u001f\"," +
 		"\"server\":\"http://127.0.0.1:3000\",\"term\":0,\"reason_code\":\"signal\",\"observed_at\":\"2026-08-02T12:00:00Z\"}\n"
 	require.Equal(t, want, string(out.writes[0]))
 
 	// Sequence numbers count every event of the run from 1.
-	e.emit(events.Error, eventFields{reason: ReasonAcquireTimeout})
+	e.Emit(events.Error, Fields{Reason: ReasonAcquireTimeout})
 	require.Contains(t, string(out.writes[1]), `"sequence":2,`)
 }

@@ -99,7 +99,7 @@ type localRun struct {
 	ctx     context.Context
 	signals <-chan os.Signal
 	sig     os.Signal
-	em      *emitter
+	em      *Emitter
 	paths   localPaths
 	holder  string
 	self    procid.ID // this process, as the holder record names it
@@ -136,7 +136,7 @@ func (r *localRun) start(ctx context.Context, signals <-chan os.Signal) int {
 		r.diag("%v", err)
 		return ExitUsage
 	}
-	r.em = &emitter{out: r.out, clock: r.clock, kind: ek, name: r.name, server: r.store.Server(), candidate: r.candidate}
+	r.em = &Emitter{out: r.out, clock: r.clock, kind: ek, name: r.name, server: r.store.Server(), candidate: r.candidate}
 	if r.holder, err = newHolderID(); err != nil {
 		r.diag("%v", err)
 		return ExitSoftware
@@ -403,11 +403,11 @@ func (r *localRun) run() (int, error) {
 	}
 	acqReached := func() bool { return acq != nil && acq.Reached(clock) }
 	acquireTimeout := func() int {
-		r.em.emit(events.Error, eventFields{reason: ReasonAcquireTimeout})
+		r.em.Emit(events.Error, Fields{Reason: ReasonAcquireTimeout})
 		return ExitAcquireTimeout
 	}
 	uncertainPre := func() int {
-		r.em.emit(events.Uncertain, eventFields{reason: ReasonInitialAuthorityDeadline})
+		r.em.Emit(events.Uncertain, Fields{Reason: ReasonInitialAuthorityDeadline})
 		return ExitLost
 	}
 	waited := false
@@ -472,7 +472,7 @@ func (r *localRun) run() (int, error) {
 		}
 		if opErr != nil {
 			r.diag("local authority failed: %v", opErr)
-			r.em.emit(events.Error, eventFields{reason: reasonLocalFailure})
+			r.em.Emit(events.Error, Fields{Reason: reasonLocalFailure})
 			return ExitSoftware, nil
 		}
 		if state != acquireOK {
@@ -480,7 +480,7 @@ func (r *localRun) run() (int, error) {
 				// One waiting line, not one per poll: the HTTP hold prints one
 				// per server answer, which comes every few seconds at most.
 				ms := uint64(r.poll / time.Millisecond)
-				r.em.emit(events.Waiting, eventFields{retryAfter: &ms, reason: r.waitingReason})
+				r.em.Emit(events.Waiting, Fields{RetryAfter: &ms, Reason: r.waitingReason})
 				waited = true
 			}
 			d, err := r.within(r.poll)
@@ -514,7 +514,7 @@ func (r *localRun) run() (int, error) {
 			return 0, err
 		}
 		exp := rec.ExpiresAt
-		r.em.emit(r.authorityEvent(), eventFields{term: &term, expiresAt: &exp, authority: &obs})
+		r.em.Emit(r.authorityEvent(), Fields{Term: &term, ExpiresAt: &exp, Authority: &obs})
 		return r.holdPhase(start, lk, rec)
 	}
 }
@@ -533,13 +533,13 @@ func (r *localRun) holdPhase(start Instant, lk *os.File, rec localRecord) (int, 
 	}
 	uncertainHeld := func() int {
 		exp := expires
-		r.em.emit(events.Uncertain, eventFields{term: &term, expiresAt: &exp, reason: ReasonRenewalDeadlineExceeded})
+		r.em.Emit(events.Uncertain, Fields{Term: &term, ExpiresAt: &exp, Reason: ReasonRenewalDeadlineExceeded})
 		return ExitLost
 	}
 	lost := func(e *lostError) int {
 		r.diag("%s", e.what)
 		exp := expires
-		r.em.emit(events.Lost, eventFields{term: &term, expiresAt: &exp, reason: e.reason})
+		r.em.Emit(events.Lost, Fields{Term: &term, ExpiresAt: &exp, Reason: e.reason})
 		return ExitLost
 	}
 	shutdown := func() (int, error) {
@@ -567,9 +567,9 @@ func (r *localRun) holdPhase(start Instant, lk *os.File, rec localRecord) (int, 
 			}
 		}
 		if ok {
-			r.em.emit(events.Released, eventFields{term: &term, reason: ReasonSignal})
+			r.em.Emit(events.Released, Fields{Term: &term, Reason: ReasonSignal})
 		} else {
-			r.em.emit(events.Uncertain, eventFields{term: &term, reason: ReasonReleaseUnconfirmed})
+			r.em.Emit(events.Uncertain, Fields{Term: &term, Reason: ReasonReleaseUnconfirmed})
 		}
 		return r.signalExit(), nil
 	}
@@ -631,7 +631,7 @@ func (r *localRun) holdPhase(start Instant, lk *os.File, rec localRecord) (int, 
 					return 0, err
 				}
 				exp := expires
-				r.em.emit(events.Renewed, eventFields{term: &term, expiresAt: &exp, authority: &obs})
+				r.em.Emit(events.Renewed, Fields{Term: &term, ExpiresAt: &exp, Authority: &obs})
 				break retry
 			case errors.As(opErr, &le):
 				return lost(le), nil

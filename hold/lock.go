@@ -71,7 +71,7 @@ func (h *LockHold) Run(ctx context.Context, signals <-chan os.Signal) int {
 	if out == nil {
 		out = io.Discard
 	}
-	r := &lockRun{h: h, runState: &runState{h: shim, ctx: ctx, signals: signals, em: &emitter{
+	r := &lockRun{h: h, runState: &runState{h: shim, ctx: ctx, signals: signals, em: &Emitter{
 		out: out, clock: h.Clock, kind: events.Lock, name: h.Name,
 		server: h.Client.Server().URL, candidate: nil, // never candidate_id on locks
 	}}}
@@ -142,7 +142,7 @@ func (r *lockRun) acquireTimeout() (int, error) {
 	if err := r.deleteSession(); err != nil {
 		return 0, err
 	}
-	r.em.emit(events.Error, eventFields{reason: ReasonAcquireTimeout})
+	r.em.Emit(events.Error, Fields{Reason: ReasonAcquireTimeout})
 	return ExitAcquireTimeout, nil
 }
 
@@ -154,7 +154,7 @@ func (r *lockRun) finishAfter(code int) (int, error) {
 }
 
 func (r *lockRun) uncertainPre(reason string) (int, error) {
-	r.em.emit(events.Uncertain, eventFields{reason: reason})
+	r.em.Emit(events.Uncertain, Fields{Reason: reason})
 	return r.finishAfter(ExitLost)
 }
 
@@ -196,7 +196,7 @@ func (r *lockRun) anchorSession(start Instant) error {
 
 func (r *lockRun) waiting(delay time.Duration, reason string) {
 	ms := uint64(delay / time.Millisecond)
-	r.em.emit(events.Waiting, eventFields{retryAfter: &ms, reason: reason})
+	r.em.Emit(events.Waiting, Fields{RetryAfter: &ms, Reason: reason})
 }
 
 func (r *lockRun) run() (int, error) {
@@ -218,7 +218,7 @@ func (r *lockRun) createSession() (code int, done bool, err error) {
 	clock := h.Clock
 	for attempt := uint32(0); ; attempt++ {
 		if r.acqReached() {
-			r.em.emit(events.Error, eventFields{reason: ReasonAcquireTimeout})
+			r.em.Emit(events.Error, Fields{Reason: ReasonAcquireTimeout})
 			return ExitAcquireTimeout, true, nil
 		}
 		start, err := Now(clock)
@@ -240,7 +240,7 @@ func (r *lockRun) createSession() (code int, done bool, err error) {
 		case outSignal:
 			return r.signalExit(), true, nil
 		case outDeadline:
-			r.em.emit(events.Error, eventFields{reason: ReasonAcquireTimeout})
+			r.em.Emit(events.Error, Fields{Reason: ReasonAcquireTimeout})
 			return ExitAcquireTimeout, true, nil
 		}
 		if f == nil {
@@ -401,7 +401,7 @@ func (r *lockRun) acquireLoop() (int, error) {
 				return 0, err
 			}
 			term, exp := ar.FencingToken, ar.ExpiresAt
-			r.em.emit(events.Acquired, eventFields{term: &term, expiresAt: &exp, authority: &obs})
+			r.em.Emit(events.Acquired, Fields{Term: &term, ExpiresAt: &exp, Authority: &obs})
 			return r.holdPhase(start, ar)
 		}
 		var delay time.Duration
@@ -421,7 +421,7 @@ func (r *lockRun) acquireLoop() (int, error) {
 			if err := r.deleteSession(); err != nil {
 				return 0, err
 			}
-			r.em.emit(events.Error, eventFields{reason: f.Code})
+			r.em.Emit(events.Error, Fields{Reason: f.Code})
 			return f.ExitCode(), nil
 		}
 		attempt++
@@ -452,12 +452,12 @@ func (r *lockRun) holdPhase(start Instant, ar AcquireResponse) (int, error) {
 			reason = ReasonSessionConfirmationDeadline
 		}
 		exp := expires
-		r.em.emit(events.Uncertain, eventFields{term: &term, expiresAt: &exp, reason: reason})
+		r.em.Emit(events.Uncertain, Fields{Term: &term, ExpiresAt: &exp, Reason: reason})
 		return r.finishAfter(ExitLost)
 	}
 	lost := func(reason string) (int, error) {
 		exp := expires
-		r.em.emit(events.Lost, eventFields{term: &term, expiresAt: &exp, reason: reason})
+		r.em.Emit(events.Lost, Fields{Term: &term, ExpiresAt: &exp, Reason: reason})
 		return r.finishAfter(ExitLost)
 	}
 	shutdown := func() (int, error) {
@@ -487,9 +487,9 @@ func (r *lockRun) holdPhase(start Instant, ar AcquireResponse) (int, error) {
 			}
 		}
 		if ok {
-			r.em.emit(events.Released, eventFields{term: &term, reason: ReasonSignal})
+			r.em.Emit(events.Released, Fields{Term: &term, Reason: ReasonSignal})
 		} else {
-			r.em.emit(events.Uncertain, eventFields{term: &term, reason: ReasonReleaseUnconfirmed})
+			r.em.Emit(events.Uncertain, Fields{Term: &term, Reason: ReasonReleaseUnconfirmed})
 		}
 		return r.signalExit(), nil
 	}
@@ -584,7 +584,7 @@ func (r *lockRun) holdPhase(start Instant, ar AcquireResponse) (int, error) {
 					return 0, err
 				}
 				exp := expires
-				r.em.emit(events.Renewed, eventFields{term: &term, expiresAt: &exp, authority: &obs})
+				r.em.Emit(events.Renewed, Fields{Term: &term, ExpiresAt: &exp, Authority: &obs})
 				break retry
 			}
 			d, err := r.within(BackoffWaitDelay(attempt, h.Jitter()))
