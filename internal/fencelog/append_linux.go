@@ -67,3 +67,22 @@ func Now() (time.Duration, error) {
 	}
 	return time.Duration(ts.Nano()), nil
 }
+
+// Heartbeat appends an "hb" line every interval until stop delivers, then a
+// "stop" line. A rejected heartbeat is the finding, not an error: it goes on,
+// as a worker that does not know it was deposed would.
+func Heartbeat(path string, term uint64, role string, every time.Duration, stop <-chan os.Signal) error {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			_, err := Append(path, term, "stop", role)
+			return err
+		case <-tick.C:
+			if _, err := Append(path, term, "hb", role); err != nil {
+				return err
+			}
+		}
+	}
+}
