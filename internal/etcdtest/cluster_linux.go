@@ -253,15 +253,30 @@ func (c *Cluster) ServerVersion(t testing.TB) string {
 // every process the cluster started gone, and removes the data.
 func (c *Cluster) cleanup() {
 	t := c.t
+	// Followers first, then the leader: a leader asked to stop tries to hand
+	// its leadership over, and waits in vain for followers that are stopping
+	// too. Alone, it stops at once.
+	leader := -1
+	if c.direct != nil {
+		leader = c.agreedLeader()
+	}
+	for _, last := range []bool{false, true} {
+		var batch []*Member
+		for i, m := range c.members {
+			if (i == leader) == last {
+				batch = append(batch, m)
+			}
+		}
+		for _, m := range batch {
+			m.terminate()
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for _, m := range batch {
+			m.reap(t, deadline)
+		}
+	}
 	if c.direct != nil {
 		c.direct.Close()
-	}
-	for _, m := range c.members {
-		m.terminate()
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for _, m := range c.members {
-		m.reap(t, deadline)
 	}
 	c.mu.Lock()
 	for _, r := range proctest.Alive(c.started) {

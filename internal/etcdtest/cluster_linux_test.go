@@ -2,6 +2,7 @@ package etcdtest
 
 import (
 	"context"
+	"io"
 	"net"
 	"strings"
 	"syscall"
@@ -155,13 +156,21 @@ func blackholeAndReset(t *testing.T, c *Cluster, cli *clientv3.Client) {
 		return err == nil
 	})
 
+	// A live connection: an HTTP/1.1 request the member answers (etcd serves
+	// /version on its client port) and keeps open.
 	conn, err := net.Dial("tcp", c.Proxy(0).Addr())
 	require.NoError(t, err)
 	defer conn.Close()
-	proctest.WaitFor(t, 10*time.Second, "the proxy to hold the connection", func() bool { return c.Proxy(0).conns() > 0 })
-	c.Proxy(0).Reset()
+	_, err = conn.Write([]byte("GET /version HTTP/1.1\r\nHost: etcd\r\n\r\n"))
+	require.NoError(t, err)
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
-	_, err = conn.Read(make([]byte, 1))
+	head := make([]byte, len("HTTP/1.1 200"))
+	_, err = io.ReadFull(conn, head)
+	require.NoError(t, err)
+	require.Equal(t, "HTTP/1.1 200", string(head))
+	c.Proxy(0).Reset()
+	// The rest of the response may still be buffered here; after it, the RST.
+	_, err = io.Copy(io.Discard, conn)
 	require.ErrorIs(t, err, syscall.ECONNRESET)
 	proctest.WaitFor(t, 30*time.Second, "a Get through the proxies after the reset", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
