@@ -139,26 +139,28 @@ func (m *Member) wait(t testing.TB, limit time.Duration) bool {
 // Stop sends SIGSTOP and waits until every thread of the member is stopped.
 func (m *Member) Stop() {
 	m.c.t.Helper()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.signal(syscall.SIGSTOP)
-	pid := m.cmd.Process.Pid
-	proctest.WaitFor(m.c.t, 10*time.Second, "member "+m.name+" stopped", func() bool { return proctest.AllThreadsStopped(pid) })
-	m.stopped = true
+	m.signalUntil(syscall.SIGSTOP, true, "stopped", proctest.AllThreadsStopped)
 }
 
 // Cont sends SIGCONT and waits until the member runs again.
 func (m *Member) Cont() {
 	m.c.t.Helper()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.signal(syscall.SIGCONT)
-	pid := m.cmd.Process.Pid
-	proctest.WaitFor(m.c.t, 10*time.Second, "member "+m.name+" running", func() bool {
+	m.signalUntil(syscall.SIGCONT, false, "running", func(pid int) bool {
 		p, err := proctest.Stat(pid)
 		return err == nil && p.State != 'T' && p.State != 't'
 	})
-	m.stopped = false
+}
+
+// signalUntil sends sig, waits until done holds for the member's pid and
+// then records whether the member is now stopped.
+func (m *Member) signalUntil(sig syscall.Signal, stopped bool, what string, done func(pid int) bool) {
+	m.c.t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.signal(sig)
+	pid := m.cmd.Process.Pid
+	proctest.WaitFor(m.c.t, 10*time.Second, "member "+m.name+" "+what, func() bool { return done(pid) })
+	m.stopped = stopped
 }
 
 // Restart starts a killed member again on its data directory and ports, and

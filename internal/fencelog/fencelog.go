@@ -18,7 +18,6 @@
 package fencelog
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -26,6 +25,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/octostore-supervisor/supervisor/internal/linefile"
 )
 
 // Entry is one line of the log.
@@ -71,23 +72,7 @@ func Parse(b []byte) ([]Entry, error) {
 	if i := bytes.LastIndexByte(b, '\n'); i+1 < len(b) {
 		b = b[:i+1]
 	}
-	var out []Entry
-	var bad error
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for n := 1; sc.Scan(); n++ {
-		e, ok := parseLine(sc.Text())
-		if !ok {
-			if bad == nil {
-				bad = fmt.Errorf("malformed line %d %q (want ok|reject WHAT TERM BOOTTIME_NS PID ROLE)", n, sc.Text())
-			}
-			continue
-		}
-		out = append(out, e)
-	}
-	if err := sc.Err(); err != nil && bad == nil {
-		bad = err
-	}
-	return out, bad
+	return linefile.Parse(b, "ok|reject WHAT TERM BOOTTIME_NS PID ROLE", parseLine)
 }
 
 func parseLine(l string) (Entry, bool) {
