@@ -20,11 +20,20 @@
 //   - Start returns only when every member reports the same leader and a Put
 //     has succeeded; every wait is for a condition, under a generous bound.
 //   - At cleanup each member still running gets SIGCONT, then SIGTERM, then
-//     SIGKILL after 5 s, and the test fails unless every process the cluster
-//     ever started (restarts included) is proven gone. Members also die with
-//     the test binary (PR_SET_PDEATHSIG), so a crashed test leaves nothing.
+//     SIGKILL after 5 s (followers first: a leader stopping beside stopping
+//     followers waits in vain to hand over its leadership), and the test
+//     fails unless every process the cluster ever started (restarts
+//     included) is proven gone. Members also die with the test binary
+//     (PR_SET_PDEATHSIG), so a crashed test leaves nothing.
 //   - Member processes are started through proctest.StartOwned, so a Sweep of
-//     the test process never reaps them from under their Wait.
+//     the test process never reaps them from under their Wait. A Sweep still
+//     kills them: in a test that also starts programs with proctest's
+//     Binary.Start, whose cleanup sweeps everything below the test process,
+//     the members are killed by that sweep before the cluster's own cleanup
+//     runs (which then finds them gone, as it must). A cluster shared by
+//     several tests must not meet a Sweep while it is needed.
+//   - A Member's methods (Kill, Stop, Cont) fail the test that started the
+//     cluster; call them from that test's goroutine.
 //
 // Clusters and members are Linux-only (signals, pids, /dev/shm); the proxy
 // and the fence-log checks build everywhere.
