@@ -177,15 +177,7 @@ func requireAllDeadWithin(t *testing.T, dir string, limit time.Duration) {
 	t.Helper()
 	recs := append(pidsIn(filepath.Join(dir, "pids")), pidsIn(filepath.Join(dir, "hold.pids"))...)
 	require.NotEmpty(t, recs)
-	deadline := time.Now().Add(limit)
-	for {
-		alive := aliveRecorded(recs)
-		if len(alive) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d recorded processes still alive after %v: %v", len(alive), limit, alive)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if alive := survivorsAt(recs, time.Now().Add(limit)); len(alive) > 0 {
+		t.Fatalf("%d recorded processes still alive after %v: %v", len(alive), limit, alive)
 	}
 }

@@ -83,6 +83,18 @@ func liveDescendants(root int) []platform.Proc {
 // once with the default (auto) and once with process-group.
 var testContainment = os.Getenv("OCTOSTORE_TEST_CONTAINMENT")
 
+// defaultPassOnly runs t only in the suite's default pass. It is for a test
+// whose supervisors never take the suite's backend: each picks its own
+// (--containment), or runs with what auto picks. A pass with
+// OCTOSTORE_TEST_CONTAINMENT set (make test's second) would run the very
+// same scenarios again, adding time and no coverage.
+func defaultPassOnly(t *testing.T) {
+	t.Helper()
+	if testContainment != "" {
+		t.Skip("picks its backends itself; the default pass of the suite runs it")
+	}
+}
+
 // wantBackend is the backend a run started with s reports: auto picks cgroup
 // here as root, and process-group for an unprivileged supervisor.
 func wantBackend(s sc) string {

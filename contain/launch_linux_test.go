@@ -45,19 +45,14 @@ func TestD2RequiredReadiness(t *testing.T) {
 
 			// stdout is read before the file is looked at, so a leader seen while the
 			// file is still missing was printed before the worker was ready.
-			deadline := time.Now().Add(5 * time.Second)
-			for {
+			proctest.WaitFor(t, 5*time.Second, "the worker to create its ready file", func() bool {
 				printed := r.out.String() != ""
 				_, err := os.Lstat(ready)
 				if printed {
 					require.NoError(t, err, "leader printed before the worker created its ready file: %s", r.out.String())
 				}
-				if err == nil {
-					break
-				}
-				require.True(t, time.Now().Before(deadline), "the worker never created its ready file")
-				time.Sleep(2 * time.Millisecond)
-			}
+				return err == nil
+			})
 			r.waitEvent("leader", 2*time.Second)
 
 			require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
