@@ -184,20 +184,17 @@ func funcName(fn *ast.FuncDecl) string {
 		switch x := t.(type) {
 		case *ast.StarExpr:
 			t = x.X
-			continue
-		case *ast.IndexExpr:
+		case *ast.IndexExpr: // T[E]
 			t = x.X
-			continue
-		case *ast.IndexListExpr:
+		case *ast.IndexListExpr: // T[K, V]
 			t = x.X
-			continue
 		case *ast.ParenExpr:
 			t = x.X
-			continue
 		case *ast.Ident:
 			return x.Name + "." + fn.Name.Name
+		default:
+			return fn.Name.Name
 		}
-		return fn.Name.Name
 	}
 }
 
