@@ -37,6 +37,8 @@ func TestH2CallerGroupKilledAfterWorkerStart(t *testing.T) {
 	require.NoError(t, syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL))
 	require.Equal(t, 137, r.wait(bound))
 	requireAllDeadWithin(t, r.dir, 3*time.Second)
+	// Time must pass until the markers are due (3 s): a process not recorded
+	// by now could still write one.
 	time.Sleep(time.Until(r.began.Add(3500 * time.Millisecond)))
 	requireNoMarker(t, r.dir)
 }
@@ -60,6 +62,8 @@ func TestH3FrozenSupervisorThenKilled(t *testing.T) {
 	require.NoError(t, r.cmd.Process.Kill())
 	require.Equal(t, 137, r.wait(bound))
 	requireAllDeadWithin(t, r.dir, 3*time.Second)
+	// Time must pass until the worker's marker is due (4.3 s): a process not
+	// recorded by now could still write one.
 	time.Sleep(time.Until(r.began.Add(4600 * time.Millisecond)))
 	requireNoMarker(t, r.dir)
 }
@@ -79,6 +83,7 @@ func TestH4GuardianFrozenPastKillDeadline(t *testing.T) {
 	require.NoError(t, syscall.Kill(sup, syscall.SIGSTOP))
 	waitStopped(t, sup, 5*time.Second)
 	require.NoError(t, syscall.Kill(g, syscall.SIGSTOP))
+	// Time must pass: the guardian stays frozen past its kill deadline (+2350 ms).
 	time.Sleep(time.Until(r.began.Add(3 * time.Second)))
 	require.NoError(t, syscall.Kill(g, syscall.SIGCONT))
 	resumed := time.Now()
