@@ -15,8 +15,13 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/octostore-supervisor ./cmd/octostore-supervisor
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/octostore ./cmd/octostore
 
+# funclen lists functions over 80 lines in non-test code; one under a
+# FUNCLEN_FAIL_UNDER directory fails vet. Set to hold once hold/ is split.
+FUNCLEN_FAIL_UNDER ?=
+
 vet:
 	$(GO) vet ./...
+	$(GO) run ./internal/tools/funclen -fail-under '$(FUNCLEN_FAIL_UNDER)' ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 # The integration tests run real processes (some as the unprivileged user

@@ -256,15 +256,6 @@ func (s *attackScene) workerStarted(role string) bool {
 	return false
 }
 
-func exited(r *run) bool {
-	select {
-	case <-r.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // thawStopped sends SIGCONT to every stopped descendant of this test process
 // (the test is not parallel: they are all this case's), so teardown is not
 // left waiting on a frozen guardian or shim.

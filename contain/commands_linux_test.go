@@ -26,6 +26,7 @@ import (
 // `run` passes the command's exit status through, and 128+signal when the
 // command was killed by a signal.
 func TestRunExitStatusPassthrough(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	for _, c := range []struct {
 		name, script string
@@ -51,6 +52,7 @@ func TestRunExitStatusPassthrough(t *testing.T) {
 // forever, the supervisor until its deadline. 48 runs each, 8 at a time as they
 // finish (a CI runner's load), where a program often ends before the reply.
 func TestRunProgramThatExitsAtOnce(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	const n, lanes = 48, 8
 	// many starts n runs, at most lanes at a time, each given 5 s (a hung one
@@ -112,6 +114,7 @@ func TestRunProgramThatExitsAtOnce(t *testing.T) {
 // the command started) is dead, the cgroup proved empty and its directory
 // removed; the --json summary says so.
 func TestRunKillsWhatTheCommandLeftBehind(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	dir := t.TempDir()
 	r := startCLI(t, dir, 0, "run", "--json", "--", bins.esc, "--pidfile", filepath.Join(dir, "pids"),
@@ -144,6 +147,7 @@ func TestRunKillsWhatTheCommandLeftBehind(t *testing.T) {
 // lives in its own cgroup, named after the supervisor and the guardian, whose
 // worker leaf holds all three; the directory is gone afterwards.
 func TestRunForwardsSIGTERMToTheContainer(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	dir := t.TempDir()
 	esc := fmt.Sprintf("'%s' --pidfile '%s/pids' --log '%s/log' --term-exits", bins.esc, dir, dir)
@@ -215,6 +219,7 @@ exit 5
 // quit" aborts instead of shutting down. Ten runs per backend, each counting the
 // TERMs its main process handles.
 func TestRunForwardsEachSignalOnce(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	for _, backend := range []string{"cgroup", "process-group"} {
 		t.Run(backend, func(t *testing.T) {
@@ -258,6 +263,7 @@ exit 5
 // --timeout stops a command that ignores TERM: TERM, the grace, then KILL; run
 // exits promptly with the main process's status (137) and says timed_out.
 func TestRunTimeout(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	dir := t.TempDir()
 	r := startCLI(t, dir, 0, "run", "--json", "--timeout", "1s", "--term-grace", "200ms", "--",
@@ -281,6 +287,7 @@ func TestRunTimeout(t *testing.T) {
 // `run --containment process-group` contains the same daemon without a cgroup,
 // and says which backend it used.
 func TestRunProcessGroupBackend(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	dir := t.TempDir()
 	r := startCLI(t, dir, 0, "run", "--json", "--containment", "process-group", "--", bins.esc,
@@ -327,6 +334,7 @@ func TestRunUsageErrors(t *testing.T) {
 
 // `doctor` prints one line per fact and what auto chooses.
 func TestDoctorText(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	r := startCLI(t, t.TempDir(), 0, "doctor")
 	require.Equal(t, 0, r.wait(bound), r.stderr())
@@ -355,6 +363,7 @@ func TestDoctorText(t *testing.T) {
 // `doctor --json` is one object: the facts (name, ok, detail) and the backend
 // auto chooses - cgroup as root here, process-group for an unprivileged user.
 func TestDoctorJSON(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	for _, c := range []struct {
 		name string
@@ -399,6 +408,7 @@ func TestDoctorJSON(t *testing.T) {
 // directory that is not a run; --dry-run only lists. A parent that is not on
 // the cgroup v2 filesystem is refused with 64.
 func TestSweepAbandonedRun(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	parent := newCgroupParent(t)
 	self, err := proctest.Stat(os.Getpid())
@@ -474,6 +484,7 @@ func TestSweepAbandonedRun(t *testing.T) {
 // left unswept). Four sweeps of one parent with 24 abandoned runs, eight of them
 // with a live process.
 func TestSweepConcurrentSweeps(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	parent := newCgroupParent(t)
 	var dirs []string
@@ -568,10 +579,8 @@ func defaultRunParent(t *testing.T) string {
 func runParentOf(t *testing.T, r *run) string {
 	t.Helper()
 	parent := defaultRunParent(t)
-	deadline := time.Now().Add(bound)
-	for !strings.Contains(r.stderr(), "containment: cgroup under "+parent+" (") {
-		require.True(t, time.Now().Before(deadline), "no cgroup containment under %s announced:\n%s", parent, r.stderr())
-		time.Sleep(5 * time.Millisecond)
+	if !proctest.Until(bound, func() bool { return strings.Contains(r.stderr(), "containment: cgroup under "+parent+" (") }) {
+		t.Fatalf("no cgroup containment under %s announced:\n%s", parent, r.stderr())
 	}
 	return parent
 }
@@ -629,12 +638,10 @@ func removeCgroupTree(t *testing.T, dir string) {
 	for i := len(dirs) - 1; i >= 0; i-- {
 		var err error
 		// Right after the last task exits the kernel may answer EBUSY briefly.
-		for try := 0; try < 200; try++ {
-			if err = syscall.Rmdir(dirs[i]); err == nil || !errors.Is(err, syscall.EBUSY) {
-				break
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		proctest.Until(time.Second, func() bool {
+			err = syscall.Rmdir(dirs[i])
+			return err == nil || !errors.Is(err, syscall.EBUSY)
+		})
 		if err != nil && !errors.Is(err, syscall.ENOENT) {
 			t.Errorf("remove %s: %v", dirs[i], err)
 		}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
 )
 
 // H1: the caller's whole process group is SIGKILLed before authority; the
@@ -35,6 +37,8 @@ func TestH2CallerGroupKilledAfterWorkerStart(t *testing.T) {
 	require.NoError(t, syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL))
 	require.Equal(t, 137, r.wait(bound))
 	requireAllDeadWithin(t, r.dir, 3*time.Second)
+	// Time must pass until the markers are due (3 s): a process not recorded
+	// by now could still write one.
 	time.Sleep(time.Until(r.began.Add(3500 * time.Millisecond)))
 	requireNoMarker(t, r.dir)
 }
@@ -52,14 +56,14 @@ func TestH3FrozenSupervisorThenKilled(t *testing.T) {
 	require.NoError(t, r.cmd.Process.Signal(syscall.SIGSTOP))
 	waitRecorded(t, r.dir+"/pids", 2)
 	workers := pidsIn(r.dir + "/pids")
-	deadline := time.Now().Add(6 * time.Second)
-	for len(aliveRecorded(workers)) > 0 {
-		require.True(t, time.Now().Before(deadline), "the guardian did not contain the worker while the supervisor was frozen")
-		time.Sleep(10 * time.Millisecond)
-	}
+	proctest.WaitFor(t, 6*time.Second, "the guardian to contain the worker while the supervisor is frozen", func() bool {
+		return len(aliveRecorded(workers)) == 0
+	})
 	require.NoError(t, r.cmd.Process.Kill())
 	require.Equal(t, 137, r.wait(bound))
 	requireAllDeadWithin(t, r.dir, 3*time.Second)
+	// Time must pass until the worker's marker is due (4.3 s): a process not
+	// recorded by now could still write one.
 	time.Sleep(time.Until(r.began.Add(4600 * time.Millisecond)))
 	requireNoMarker(t, r.dir)
 }
@@ -79,13 +83,13 @@ func TestH4GuardianFrozenPastKillDeadline(t *testing.T) {
 	require.NoError(t, syscall.Kill(sup, syscall.SIGSTOP))
 	waitStopped(t, sup, 5*time.Second)
 	require.NoError(t, syscall.Kill(g, syscall.SIGSTOP))
+	// Time must pass: the guardian stays frozen past its kill deadline (+2350 ms).
 	time.Sleep(time.Until(r.began.Add(3 * time.Second)))
 	require.NoError(t, syscall.Kill(g, syscall.SIGCONT))
 	resumed := time.Now()
 	workers := pidsIn(r.dir + "/pids")
-	for len(aliveRecorded(workers)) > 0 {
-		require.Less(t, time.Since(resumed), 2*time.Second, "no fresh grace after the kill deadline")
-		time.Sleep(5 * time.Millisecond)
+	if alive := survivorsAt(workers, resumed.Add(2*time.Second)); len(alive) > 0 {
+		t.Fatalf("no fresh grace after the kill deadline, yet %v lived 2 s after the guardian woke", alive)
 	}
 	require.NoError(t, syscall.Kill(sup, syscall.SIGCONT))
 	require.Equal(t, 20, r.wait(bound), r.stderr())
@@ -165,11 +169,7 @@ func TestH8GuardianFrozenSilentHold(t *testing.T) {
 // up their signal handling before they record themselves).
 func waitRecorded(t *testing.T, path string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(pidsIn(path)) < n {
-		require.True(t, time.Now().Before(deadline), "%s has %d of %d entries", path, len(pidsIn(path)), n)
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitPidLines(t, path, n, 10*time.Second)
 }
 
 // Guardian, core issue: if the supervisor is SIGKILLed, the guardian contains

@@ -209,10 +209,8 @@ func (c *crashRun) crash(parent string) error {
 		}
 		// Dead (a zombie at most) before the sweep, which leaves a run alone
 		// while its guardian lives.
-		for deadline := time.Now().Add(bound); g.Alive(); time.Sleep(2 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				return fmt.Errorf("guardian %d still alive %v after SIGKILL", g.Pid, bound)
-			}
+		if !proctest.Until(bound, func() bool { return !g.Alive() }) {
+			return fmt.Errorf("guardian %d still alive %v after SIGKILL", g.Pid, bound)
 		}
 	}
 	select {
@@ -235,10 +233,8 @@ func (c *crashRun) crash(parent string) error {
 // waitAllThreadsStopped waits until every thread of pid is stopped (or dead);
 // it returns an error instead of failing the test, for the crash goroutines.
 func waitAllThreadsStopped(pid int, limit time.Duration) error {
-	for deadline := time.Now().Add(limit); !proctest.AllThreadsStopped(pid); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("supervisor %d not stopped after %v", pid, limit)
-		}
+	if !proctest.Until(limit, func() bool { return proctest.AllThreadsStopped(pid) }) {
+		return fmt.Errorf("supervisor %d not stopped after %v", pid, limit)
 	}
 	return nil
 }

@@ -14,9 +14,7 @@ import (
 // gone before the second agent's worker started, and nothing left running (the
 // script checks its daemons; TestMain checks every descendant).
 func TestDemoScript(t *testing.T) {
-	if testContainment != "" {
-		t.Skip("the demo runs with the backend auto picks; covered by the default run of the suite")
-	}
+	defaultPassOnly(t) // the demo runs with the backend auto picks
 	cmd := exec.Command("bash", "../demo.sh")
 	cmd.Env = append(localEnv(), "OCTOSTORE_DEMO_BIN="+bins.dir)
 	done := make(chan struct{})

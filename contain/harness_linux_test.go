@@ -17,8 +17,9 @@ import (
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
-// bins are built once per test binary (TestMain): the supervisor with its test
-// pause hooks compiled in, the scripted hold and the misbehaving worker.
+// bins are built by TestMain, or found built from the same sources
+// (proctest.BuildShared): the supervisor with its test pause hooks compiled
+// in, the scripted hold, the misbehaving worker and the other helpers.
 var bins struct{ dir, sup, hold, esc, octostore, authority, attacker string }
 
 func TestMain(m *testing.M) {
@@ -27,12 +28,20 @@ func TestMain(m *testing.M) {
 	if os.Getenv(localWorkerEnv) != "" {
 		os.Exit(localWorkerMain())
 	}
-	dir, err := os.MkdirTemp("", "octostore-it-")
+	// Built once for both runs of the suite (make test runs it per backend)
+	// and kept while the sources stay the same.
+	dir, err := proctest.BuildShared("..", []proctest.Program{
+		{Name: "octostore", Pkg: "./cmd/octostore"},
+		{Name: "authority", Pkg: "./testbin/authority"},
+		{Name: "octostore-supervisor", Pkg: "./cmd/octostore-supervisor", Tags: "octostore_testhooks"},
+		{Name: "fakehold", Pkg: "./testbin/fakehold"},
+		{Name: "escaper", Pkg: "./testbin/escaper"},
+		{Name: "attacker", Pkg: "./testbin/attacker"},
+	})
 	if err != nil {
-		panic(err)
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
 	}
-	// Readable by the unprivileged user that some tests run the supervisor as.
-	_ = os.Chmod(dir, 0o755)
 	bins.dir = dir
 	bins.sup = filepath.Join(dir, "octostore-supervisor")
 	bins.hold = filepath.Join(dir, "fakehold")
@@ -40,20 +49,6 @@ func TestMain(m *testing.M) {
 	bins.octostore = filepath.Join(dir, "octostore")
 	bins.authority = filepath.Join(dir, "authority")
 	bins.attacker = filepath.Join(dir, "attacker")
-	for _, b := range [][]string{
-		{"-o", bins.octostore, "../cmd/octostore"},
-		{"-o", bins.authority, "../testbin/authority"},
-		{"-tags", "octostore_testhooks", "-o", bins.sup, "../cmd/octostore-supervisor"},
-		{"-o", bins.hold, "../testbin/fakehold"},
-		{"-o", bins.esc, "../testbin/escaper"},
-		{"-o", bins.attacker, "../testbin/attacker"},
-	} {
-		out, err := exec.Command("go", append([]string{"build"}, b...)...).CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "go build %v: %v\n%s", b, err, out)
-			os.Exit(2)
-		}
-	}
 	// Orphans of anything a test started come back to us instead of PID 1, so a
 	// leak is a live descendant we can see, name and kill.
 	if err := platform.BecomeSubreaper(); err != nil {
@@ -68,7 +63,6 @@ func TestMain(m *testing.M) {
 		}
 		code = 1
 	}
-	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
@@ -86,6 +80,18 @@ func liveDescendants(root int) []platform.Proc {
 // testContainment runs the whole suite under one backend: make test runs it
 // once with the default (auto) and once with process-group.
 var testContainment = os.Getenv("OCTOSTORE_TEST_CONTAINMENT")
+
+// defaultPassOnly runs t only in the suite's default pass. It is for a test
+// whose supervisors never take the suite's backend: each picks its own
+// (--containment), or runs with what auto picks. A pass with
+// OCTOSTORE_TEST_CONTAINMENT set (make test's second) would run the very
+// same scenarios again, adding time and no coverage.
+func defaultPassOnly(t *testing.T) {
+	t.Helper()
+	if testContainment != "" {
+		t.Skip("picks its backends itself; the default pass of the suite runs it")
+	}
+}
 
 // wantBackend is the backend a run started with s reports: auto picks cgroup
 // here as root, and process-group for an unprivileged supervisor.
@@ -237,20 +243,19 @@ func launch(t *testing.T, r *run) *run {
 // exists; a supervisor that fails before starting one leaves nothing to record.
 func (r *run) findGuardian() {
 	pr := platform.NewProcReader()
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+	var guardian *platform.Proc
+	proctest.Until(3*time.Second, func() bool {
 		ps, _ := pr.Descendants(r.cmd.Process.Pid, nil)
 		for _, p := range ps {
 			if p.PPid == r.cmd.Process.Pid && strings.Contains(platform.Cmdline(p.Pid), "__octostore-guardian") {
-				r.gsess <- p
-				return
+				guardian = &p
+				return true
 			}
 		}
-		select {
-		case <-r.done:
-			close(r.gsess)
-			return
-		default:
-		}
+		return exited(r)
+	})
+	if guardian != nil {
+		r.gsess <- *guardian
 	}
 	close(r.gsess)
 }
@@ -279,23 +284,20 @@ func (r *run) requireSessionGone() {
 		}
 		return alive, zombies
 	}
-	deadline := time.Now().Add(8 * time.Second)
-	for {
-		alive, zombies := inSession()
+	var alive []platform.Proc
+	if proctest.Until(8*time.Second, func() bool {
+		var zombies []platform.Proc
+		alive, zombies = inSession()
 		for _, z := range zombies {
 			proctest.Reap(proctest.Record{Pid: z.Pid, Start: z.StartTicks})
 		}
-		if len(alive) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			for _, p := range alive {
-				r.t.Errorf("left running in the guardian's session: pid %d %s", p.Pid, platform.Cmdline(p.Pid))
-				_ = proctest.Kill(proctest.Record{Pid: p.Pid, Start: p.StartTicks})
-			}
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+		return len(alive) == 0
+	}) {
+		return
+	}
+	for _, p := range alive {
+		r.t.Errorf("left running in the guardian's session: pid %d %s", p.Pid, platform.Cmdline(p.Pid))
+		_ = proctest.Kill(proctest.Record{Pid: p.Pid, Start: p.StartTicks})
 	}
 }
 
@@ -314,6 +316,16 @@ func (r *run) wait(limit time.Duration) int {
 
 func (r *run) stderr() string { return r.errb.String() }
 
+// exited reports whether the supervisor has exited.
+func exited(r *run) bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // events lists the event names printed on stdout, checking every line is a
 // supervisor line.
 func (r *run) events() []string { r.t.Helper(); return stdoutEvents(r.t, r.out) }
@@ -327,18 +339,14 @@ func (r *run) line(event string) map[string]any {
 // waitEvent waits until the supervisor printed event.
 func (r *run) waitEvent(event string, limit time.Duration) {
 	r.t.Helper()
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		for _, l := range r.out.Lines() {
-			if strings.Contains(l, `"event":"`+event+`"`) {
-				return
-			}
-		}
-		select {
-		case <-r.done:
-			r.t.Fatalf("supervisor exited %d before printing %q; stderr:\n%s", r.code, event, r.errb.String())
-		case <-time.After(5 * time.Millisecond):
-		}
+	printed := func() bool {
+		return slices.ContainsFunc(r.out.Lines(), func(l string) bool { return strings.Contains(l, `"event":"`+event+`"`) })
+	}
+	if proctest.Until(limit, func() bool { return printed() || exited(r) }) && printed() {
+		return
+	}
+	if exited(r) {
+		r.t.Fatalf("supervisor exited %d before printing %q; stderr:\n%s", r.code, event, r.errb.String())
 	}
 	r.t.Fatalf("no %q within %v; stdout:\n%s\nstderr:\n%s", event, limit, r.out.String(), r.errb.String())
 }
@@ -346,14 +354,10 @@ func (r *run) waitEvent(event string, limit time.Duration) {
 // waitFile waits until path exists.
 func waitFile(t *testing.T, path string, limit time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("%s did not appear within %v", path, limit)
+	proctest.WaitFor(t, limit, path+" to appear", func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	})
 }
 
 // waitStopped waits until pid is stopped (the test hook froze the supervisor).
@@ -377,15 +381,15 @@ func children(pid int) []platform.Proc {
 // guardianOf returns the guardian's pid: the supervisor's only child.
 func guardianOf(t *testing.T, sup int) int {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if c := children(sup); len(c) == 1 {
-			return c[0].Pid
+	var guardian int
+	proctest.WaitFor(t, 5*time.Second, fmt.Sprintf("the guardian below supervisor %d", sup), func() bool {
+		c := children(sup)
+		if len(c) == 1 {
+			guardian = c[0].Pid
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("no guardian below supervisor %d", sup)
-	return 0
+		return guardian != 0
+	})
+	return guardian
 }
 
 // recorded is one pidfile line (a proctest.Record under the names these tests

@@ -37,6 +37,7 @@ func cliArgs(kind string, flags ...string) []string {
 // Every isolation request that cannot be honoured is refused with 64 and its
 // reason, before anything starts, by election, lock and run alike.
 func TestIsolationRefused(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	for _, c := range []struct {
 		name  string
@@ -73,6 +74,7 @@ func TestIsolationRefused(t *testing.T) {
 // user namespace whose max_user_namespaces is 0), --private-pids is refused
 // with 64 and the reason, never quietly dropped.
 func TestPrivatePidsUnavailableRefused(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	for _, kind := range []string{"election", "lock", "run"} {
 		t.Run(kind, func(t *testing.T) {
@@ -302,6 +304,7 @@ func TestPrivatePidsSeesOnlyItsOwnTree(t *testing.T) {
 // only process beside our init, runs as nobody, and its status passes
 // through.
 func TestRunIsolated(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	dir := t.TempDir()
 	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711))
@@ -319,6 +322,7 @@ func TestRunIsolated(t *testing.T) {
 // run --no-new-privs starts the command with no_new_privs; without it, run
 // leaves the flag as it was.
 func TestRunNoNewPrivs(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	for _, c := range []struct {
 		flags []string
@@ -362,6 +366,7 @@ func TestCallerDescriptorsReachNeitherWorkerNorHold(t *testing.T) {
 // The same for run. The supervisor under test is itself run by an outer
 // `run` (whose teardown proves both gone), from a shell that opened fd 7.
 func TestRunCallerDescriptorsNotInherited(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	secret, _ := secretFd7(t)
 	r := startCLI(t, t.TempDir(), 0, "run", "--", "/bin/sh", "-c",

@@ -13,6 +13,7 @@ import (
 // (CLONE_INTO_CGROUP) and, where clone3 is refused, through the join helper that
 // enters the leaf and only then execs it. The test build forces the second path.
 func TestProgramBornInsideItsLeaf(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	for _, join := range []bool{false, true} {
 		name := map[bool]string{false: "clone3", true: "join helper"}[join]
@@ -34,6 +35,7 @@ func TestProgramBornInsideItsLeaf(t *testing.T) {
 // Without a usable cgroup, an explicit --containment cgroup is refused before
 // anything starts, while auto falls back to process groups and says so.
 func TestUnprivilegedCgroupRequestRefused(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	dir := t.TempDir()
 	r := startCLI(t, dir, nobody, "run", "--containment", "cgroup", "--", "/bin/true")

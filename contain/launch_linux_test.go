@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
@@ -44,19 +45,14 @@ func TestD2RequiredReadiness(t *testing.T) {
 
 			// stdout is read before the file is looked at, so a leader seen while the
 			// file is still missing was printed before the worker was ready.
-			deadline := time.Now().Add(5 * time.Second)
-			for {
+			proctest.WaitFor(t, 5*time.Second, "the worker to create its ready file", func() bool {
 				printed := r.out.String() != ""
 				_, err := os.Lstat(ready)
 				if printed {
 					require.NoError(t, err, "leader printed before the worker created its ready file: %s", r.out.String())
 				}
-				if err == nil {
-					break
-				}
-				require.True(t, time.Now().Before(deadline), "the worker never created its ready file")
-				time.Sleep(2 * time.Millisecond)
-			}
+				return err == nil
+			})
 			r.waitEvent("leader", 2*time.Second)
 
 			require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
@@ -101,9 +97,13 @@ func TestD4FrozenAtLaunchGate(t *testing.T) {
 	pid := r.cmd.Process.Pid
 	waitStopped(t, pid, 5*time.Second)
 	g := guardianOf(t, pid)
-	time.Sleep(2100 * time.Millisecond)
-	// TERM was due at +350 ms, KILL at +1350 ms: the worker's group is gone.
-	requireOnlyHoldShim(t, r, g, time.Second)
+	frozen := time.Now()
+	// TERM was due at +350 ms, KILL at +1350 ms: by 2.1 s into the freeze
+	// (and a second's slack) the worker's group is gone.
+	requireOnlyHoldShim(t, r, g, time.Until(frozen.Add(3100*time.Millisecond)))
+	// Time must pass: the scenario resumes the supervisor only after its
+	// deadline (+1600 ms), when arming must be refused.
+	time.Sleep(time.Until(frozen.Add(2100 * time.Millisecond)))
 	require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
 	require.Equal(t, 20, r.wait(bound), r.stderr())
 	require.Contains(t, r.stderr(), "authority could not be armed before worker start")
@@ -134,7 +134,8 @@ func TestD5KilledAtLaunchGate(t *testing.T) {
 	requireSessionEmptyBy(t, g, killed.Add(3*time.Second))
 	requireNeverRan(t, r)
 	require.Empty(t, r.events())
-	time.Sleep(time.Until(r.began.Add(3500 * time.Millisecond)))
+	// The hold's descendant, the one process that would write a marker (at
+	// 3 s), is dead (holds), so none can appear later: no need to wait.
 	requireNoMarker(t, r.dir)
 }
 
@@ -232,17 +233,11 @@ func envValueIn(t *testing.T, path, key string) string {
 // waitPidLines waits until a pidfile holds at least n lines and returns them.
 func waitPidLines(t *testing.T, path string, n int, limit time.Duration) []recorded {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		recs := pidsIn(path)
-		if len(recs) >= n {
-			return recs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s has %d of %d lines after %v", path, len(recs), n, limit)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var recs []recorded
+	if !proctest.Until(limit, func() bool { recs = pidsIn(path); return len(recs) >= n }) {
+		t.Fatalf("%s has %d of %d lines after %v", path, len(recs), n, limit)
 	}
+	return recs
 }
 
 // requireDeadBy polls until every recorded process is dead, failing at deadline.
@@ -260,13 +255,12 @@ func requireDeadBy(t *testing.T, recs []recorded, deadline time.Time) {
 // survivorsAt polls until every recorded process is dead or deadline passes and
 // returns those still alive then.
 func survivorsAt(recs []recorded, deadline time.Time) []recorded {
-	for {
-		alive := aliveRecorded(recs)
-		if len(alive) == 0 || time.Now().After(deadline) {
-			return alive
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var alive []recorded
+	proctest.Until(time.Until(deadline), func() bool {
+		alive = aliveRecorded(recs)
+		return len(alive) == 0
+	})
+	return alive
 }
 
 // requireSessionEmptyBy polls until nothing in the guardian's session (guardian,
@@ -274,25 +268,23 @@ func survivorsAt(recs []recorded, deadline time.Time) []recorded {
 func requireSessionEmptyBy(t *testing.T, sid int, deadline time.Time) {
 	t.Helper()
 	pr := platform.NewProcReader()
-	for {
-		var alive []platform.Proc
+	var alive []platform.Proc
+	if proctest.Until(time.Until(deadline), func() bool {
+		alive = nil
 		pids, _ := pr.Pids(nil)
 		for _, pid := range pids {
 			if p, err := pr.Stat(pid); err == nil && p.Sid == sid && !p.Dead() {
 				alive = append(alive, p)
 			}
 		}
-		if len(alive) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			for _, p := range alive {
-				t.Errorf("still alive in the guardian's session: pid %d %s", p.Pid, platform.Cmdline(p.Pid))
-			}
-			t.FailNow()
-		}
-		time.Sleep(5 * time.Millisecond)
+		return len(alive) == 0
+	}) {
+		return
 	}
+	for _, p := range alive {
+		t.Errorf("still alive in the guardian's session: pid %d %s", p.Pid, platform.Cmdline(p.Pid))
+	}
+	t.FailNow()
 }
 
 // shimsBelow lists the live group shims under the guardian.
@@ -314,15 +306,11 @@ func requireOnlyHoldShim(t *testing.T, r *run, guardian int, limit time.Duration
 	require.NotEmpty(t, holds)
 	hold, err := platform.NewProcReader().Stat(holds[0].pid)
 	require.NoError(t, err)
-	deadline := time.Now().Add(limit)
-	for {
-		shims := shimsBelow(guardian)
-		if len(shims) == 1 && shims[0].Pid == hold.PPid {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("guardian %d has shims %v; want only the hold's (%d)", guardian, shims, hold.PPid)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var shims []platform.Proc
+	if !proctest.Until(limit, func() bool {
+		shims = shimsBelow(guardian)
+		return len(shims) == 1 && shims[0].Pid == hold.PPid
+	}) {
+		t.Fatalf("guardian %d has shims %v; want only the hold's (%d)", guardian, shims, hold.PPid)
 	}
 }

@@ -26,6 +26,7 @@ func leaderExitInBackground(dir string) string {
 // killed under both backends before the run ends (the summary, or released),
 // and proven_empty is reported only once it is really gone.
 func TestLeaderExitEscapeeKilled(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	for _, c := range []struct {
 		name  string
@@ -67,6 +68,7 @@ func TestLeaderExitEscapeeKilled(t *testing.T) {
 // `sweep` (and so the sweep every supervisor runs at start) kills such an
 // escapee in an abandoned run, which cgroup.kill alone leaves running.
 func TestSweepKillsLeaderExitEscapee(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	parent := newCgroupParent(t)
 	abandoned := filepath.Join(parent, "run-999999.1-999998.1")

@@ -174,22 +174,15 @@ func markedAlive(mark string) []int {
 // still runs; survivors are named and killed.
 func requireNoMarked(t *testing.T, mark string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		alive := markedAlive(mark)
-		if len(alive) == 0 {
-			return
+	var alive []int
+	if proctest.Until(10*time.Second, func() bool { alive = markedAlive(mark); return len(alive) == 0 }) {
+		return
+	}
+	for _, pid := range alive {
+		t.Errorf("left running: pid %d %s", pid, platform.Cmdline(pid))
+		if p, err := proctest.Stat(pid); err == nil {
+			_ = proctest.Kill(proctest.Record{Pid: pid, Start: p.StartTicks})
 		}
-		if time.Now().After(deadline) {
-			for _, pid := range alive {
-				t.Errorf("left running: pid %d %s", pid, platform.Cmdline(pid))
-				if p, err := proctest.Stat(pid); err == nil {
-					_ = proctest.Kill(proctest.Record{Pid: pid, Start: p.StartTicks})
-				}
-			}
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -303,6 +296,8 @@ func lastSeenAlive(t *testing.T, recs []recorded) time.Time {
 		}
 		last = before
 		require.True(t, before.Before(deadline), "recorded processes outlived their containment by %v", bound)
+		// Not proctest.Until: the moment is measured, so every millisecond
+		// is looked at.
 		time.Sleep(time.Millisecond)
 	}
 	require.False(t, last.IsZero(), "nothing recorded was alive: nothing was tested")

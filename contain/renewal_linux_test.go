@@ -26,10 +26,15 @@ func TestE1ShorterRenewalEnforcedWhileFrozen(t *testing.T) {
 	pid := r.cmd.Process.Pid
 	waitStopped(t, pid, 5*time.Second)
 	g := guardianOf(t, pid)
-	time.Sleep(2300 * time.Millisecond)
-	requireDeadBy(t, pidsIn(filepath.Join(r.dir, "pids")), time.Now().Add(time.Second))
-	requireOnlyHoldShim(t, r, g, time.Second)
+	frozen := time.Now()
+	// The guardian contains the worker on its own clock; by 2.3 s into the
+	// freeze (and a second's slack) it must have, and closed its group.
+	requireDeadBy(t, waitPidLines(t, filepath.Join(r.dir, "pids"), 1, bound), frozen.Add(3300*time.Millisecond))
+	requireOnlyHoldShim(t, r, g, time.Until(frozen.Add(3300*time.Millisecond)))
 	requireNoMarker(t, r.dir)
+	// Time must pass: the scenario resumes the supervisor only after the
+	// renewal's deadline, which it must then not report.
+	time.Sleep(time.Until(frozen.Add(2300 * time.Millisecond)))
 	require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
 	require.Equal(t, 20, r.wait(bound), r.stderr())
 	require.Equal(t, []string{"leader"}, r.events(), "renewed printed after its deadline had already expired")
@@ -50,10 +55,16 @@ func TestE2OldDeadlineWinsWhileRenewalUnarmed(t *testing.T) {
 	pid := r.cmd.Process.Pid
 	waitStopped(t, pid, 5*time.Second)
 	g := guardianOf(t, pid)
-	time.Sleep(4500 * time.Millisecond)
-	requireDeadBy(t, pidsIn(filepath.Join(r.dir, "pids")), time.Now().Add(time.Second))
-	requireOnlyHoldShim(t, r, g, time.Second)
+	frozen := time.Now()
+	// The old deadline fires on the guardian's clock; by 4.5 s into the
+	// freeze (and a second's slack) the worker and its child are dead and
+	// their group closed.
+	requireDeadBy(t, waitPidLines(t, filepath.Join(r.dir, "pids"), 2, bound), frozen.Add(5500*time.Millisecond))
+	requireOnlyHoldShim(t, r, g, time.Until(frozen.Add(5500*time.Millisecond)))
 	requireNoMarker(t, r.dir)
+	// Time must pass: the scenario resumes the supervisor only after the old
+	// deadline, when arming the renewal must be refused.
+	time.Sleep(time.Until(frozen.Add(4500 * time.Millisecond)))
 	require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
 	require.Equal(t, 20, r.wait(bound), r.stderr())
 	require.Contains(t, r.stderr(), "renewed authority could not replace the active deadline")
@@ -81,7 +92,8 @@ func TestE3SupervisorKilledDuringRenewal(t *testing.T) {
 	requireDeadBy(t, recs, r.began.Add(4500*time.Millisecond))
 	requireSessionEmptyBy(t, g, r.began.Add(4500*time.Millisecond))
 	require.Equal(t, []string{"leader"}, r.events())
-	time.Sleep(time.Until(r.began.Add(4500 * time.Millisecond)))
+	// Every process that would write a marker at 4 s is dead (recs), so none
+	// can appear later: no need to wait for 4 s.
 	requireNoMarker(t, r.dir)
 }
 

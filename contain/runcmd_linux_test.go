@@ -37,6 +37,7 @@ func containmentIn(t *testing.T, sum map[string]any) map[string]any {
 // that sleeps 2 s and leaves nothing behind is torn down in far less than a
 // second, while elapsed_ms covers the whole 2 s.
 func TestRunDurationIsTheTeardown(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	for _, backend := range runBackends {
 		t.Run(backend, func(t *testing.T) {
@@ -61,6 +62,7 @@ func TestRunDurationIsTheTeardown(t *testing.T) {
 // carries only the command's output (no --json), or the command's output and
 // then the summary (with --json).
 func TestRunSummaryFileCannotBeForged(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	for _, backend := range runBackends {
 		for _, withJSON := range []bool{false, true} {
@@ -140,6 +142,7 @@ exit 4
 // kills the daemon at once. With --timeout the daemon is stopped at the
 // timeout and run exits with the main process's status, saying timed_out.
 func TestRunUntilEmpty(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	for _, backend := range runBackends {
 		t.Run(backend, func(t *testing.T) {
@@ -214,6 +217,7 @@ func shimOf(t *testing.T, recs []recorded) int {
 // means emptiness could not be proven), the summary says status_unknown and
 // proven_empty, and stderr says when the tree was proven gone.
 func TestRunLostStatusIsProvenEmpty(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	for _, backend := range runBackends {
 		for _, victim := range []string{"shim", "guardian"} {
@@ -306,6 +310,7 @@ func freezeV1(t *testing.T, pid int) (thaw func()) {
 // lists it (and reports an abandoned run with no process as proven empty);
 // once its process is gone the next start removes it.
 func TestStartupSweepRemembersAnUnprovableRun(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	parent := newCgroupParent(t)
 	stuck := filepath.Join(parent, "run-999999.1-999998.1")
@@ -434,6 +439,7 @@ func daemonsLeft(comm string) []platform.Proc {
 // started is gone afterwards and its port is free. The daemons of one kind run
 // one after another, so none is confused with another test's.
 func TestRunRealDaemons(t *testing.T) {
+	defaultPassOnly(t)
 	t.Parallel()
 	for _, d := range daemons {
 		t.Run(d.name, func(t *testing.T) {

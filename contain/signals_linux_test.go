@@ -99,6 +99,7 @@ func TestG5StraySignalsIgnored(t *testing.T) {
 	for _, s := range []syscall.Signal{syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGQUIT, syscall.SIGPIPE} {
 		require.NoError(t, r.cmd.Process.Signal(s))
 	}
+	// Time must pass: a stray signal wrongly acted on has a while to end the run.
 	time.Sleep(200 * time.Millisecond)
 	require.NoError(t, os.WriteFile(filepath.Join(r.dir, "go"), nil, 0o644))
 	require.Equal(t, 20, r.wait(bound))

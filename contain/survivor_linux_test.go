@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
 )
 
 // When containment cannot be proven the terminal line is withheld, the survivors
@@ -79,28 +81,20 @@ func freezerCgroup(t *testing.T) string {
 	require.NoError(t, os.Mkdir(cg, 0o755))
 	t.Cleanup(func() {
 		_ = os.WriteFile(filepath.Join(cg, "freezer.state"), []byte("THAWED"), 0o644)
-		for i := 0; i < 300; i++ {
-			if os.Remove(cg) == nil {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !proctest.Until(3*time.Second, func() bool { return os.Remove(cg) == nil }) {
+			t.Errorf("could not remove %s", cg)
 		}
-		t.Errorf("could not remove %s", cg)
 	})
 	return cg
 }
 
 func waitFreezerState(t *testing.T, cg, want string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		b, _ := os.ReadFile(filepath.Join(cg, "freezer.state"))
-		if strings.TrimSpace(string(b)) == want {
-			return
-		}
-		require.True(t, time.Now().Before(deadline), "freezer state %q, want %q", b, want)
-		time.Sleep(5 * time.Millisecond)
-	}
+	var b []byte
+	proctest.WaitFor(t, 5*time.Second, "freezer state "+want, func() bool {
+		b, _ = os.ReadFile(filepath.Join(cg, "freezer.state"))
+		return strings.TrimSpace(string(b)) == want
+	})
 }
 
 // A member frozen for a moment (the freezer stands in for uninterruptible sleep:

@@ -562,7 +562,7 @@ func TestProcessWaitCancelAndClose(t *testing.T) {
 		_, err := p.Wait(context.Background())
 		res <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // let Wait block, so Close wakes a waiter; correctness does not depend on it
 	require.NoError(t, p.Close())
 	select {
 	case err := <-res:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
@@ -25,16 +26,11 @@ func TestAlive(t *testing.T) {
 	require.NoError(t, child.Start())
 	t.Cleanup(func() { _ = child.Wait() })
 	var zombie platform.Proc
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	proctest.WaitFor(t, 10*time.Second, "the child to become a zombie", func() bool {
 		zombie, err = platform.NewProcReader().Stat(child.Process.Pid)
 		require.NoError(t, err)
-		if zombie.State == 'Z' {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the child never became a zombie")
-		time.Sleep(time.Millisecond)
-	}
+		return zombie.State == 'Z'
+	})
 	require.False(t, ID{Pid: zombie.Pid, Start: zombie.StartTicks}.Alive(), "a zombie")
 	require.False(t, ID{Pid: zombie.Pid}.Alive(), "a zombie, old record")
 	require.NoError(t, child.Wait())

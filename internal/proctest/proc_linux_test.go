@@ -89,7 +89,7 @@ func TestRecycledPidIsNeverSignalled(t *testing.T) {
 	assert.Empty(t, Alive([]Record{other}))
 	require.ErrorIs(t, Signal(other, syscall.SIGKILL), platform.ErrNoProcess)
 	require.NoError(t, Kill(other))
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // time for a signal that wrongly went out to kill
 	assert.False(t, p.Exited(), "a signal reached a process through a stale record")
 	assert.Equal(t, []Record{rec}, Alive([]Record{rec, other}))
 

@@ -91,6 +91,8 @@ func TestGrandchildSetsidDaemonViaEnv(t *testing.T) {
 
 	require.NoError(t, proctest.Signal(daemon, unix.SIGTERM))
 	require.NoError(t, proctest.Signal(worker, unix.SIGTERM))
+	// Time must pass: an ignored signal leaves no trace to wait for, so a
+	// wrongly handled one is given a while to kill.
 	time.Sleep(200 * time.Millisecond)
 	assert.True(t, daemon.Alive(), "daemon must ignore SIGTERM")
 	assert.False(t, rr.Exited(), "worker must ignore SIGTERM")
@@ -156,7 +158,7 @@ func TestSpawnModes(t *testing.T) {
 			}
 			assert.NotZero(t, ign&(1<<(unix.SIGHUP-1)), "SIGHUP must be ignored")
 			require.NoError(t, proctest.Signal(n, unix.SIGHUP))
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // time for a wrongly handled SIGHUP to kill
 			assert.True(t, n.Alive())
 		}},
 	}
@@ -210,7 +212,7 @@ func TestTree100(t *testing.T) {
 		}
 		require.Equal(t, wpid, p, "tree node %d is not below the worker", e.Pid)
 	}
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // time for a 102nd process to show up, which must not
 	assert.Len(t, records(t, pf), 101, "no more than worker + 100")
 }
 
@@ -219,7 +221,7 @@ func TestStorm(t *testing.T) {
 	pf := filepath.Join(t.TempDir(), "pids")
 	escaper.Start(t, pf, nil, "--pidfile", pf, "--storm", "40")
 	waitRoles(t, pf, map[string]int{"storm": 40})
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // time for a 41st storm process to show up, which must not
 	n := 0
 	for _, e := range records(t, pf) {
 		if e.Role == "storm" {
@@ -243,7 +245,7 @@ func TestZombies(t *testing.T) {
 		st, _ := proctest.Stat(z.Pid)
 		assert.Equal(t, rr.Cmd.Process.Pid, st.PPid)
 	}
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // time for a worker that wrongly exits to do so
 	assert.False(t, rr.Exited(), "worker keeps running")
 	// Cleanup kills the worker; the zombies are reparented to us and reaped.
 }
@@ -576,7 +578,7 @@ func TestLightTree(t *testing.T) {
 				}
 			}
 			if ignore {
-				time.Sleep(200 * time.Millisecond)
+				time.Sleep(200 * time.Millisecond) // time for wrongly handled signals to kill
 				require.Len(t, proctest.Alive(light), n, "every light process must ignore TERM/INT/HUP")
 				require.NoError(t, proctest.Kill(light...))
 			}

@@ -275,7 +275,7 @@ func TestIgnoreSignalsAndDescendant(t *testing.T) {
 	_, err := os.Stat(marker)
 	assert.True(t, os.IsNotExist(err), "marker only after the delay")
 	proctest.WaitFor(t, 5*time.Second, "descendant marker", func() bool { _, err := os.Stat(marker); return err == nil })
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // time for wrongly handled signals to end the hold
 	assert.False(t, rr.Exited(), "hold must survive TERM/INT/HUP")
 	assert.True(t, desc.Alive())
 	select {
@@ -291,7 +291,7 @@ func TestIgnoreSignalsAndDescendant(t *testing.T) {
 		lines(t, rr, 1)
 		require.NoError(t, rr.Cmd.Process.Signal(unix.SIGTERM))
 		require.NoError(t, rr.Cmd.Process.Signal(unix.SIGINT))
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // time for a wrongly handled signal to end the hold
 		assert.False(t, rr.Exited())
 	})
 }
@@ -308,7 +308,7 @@ func TestWaitfileExitCloseout(t *testing.T) {
 	t.Run("waitfile then exit", func(t *testing.T) {
 		f := filepath.Join(t.TempDir(), "go")
 		rr := fakehold.Start(t, "", nil, "waitfile:"+f+",timeout=5s", "emit:waiting", "exit:9")
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // time for a hold that does not wait to emit
 		select {
 		case l := <-rr.Lines:
 			t.Fatalf("emitted before the file existed: %q", l)
@@ -329,7 +329,7 @@ func TestWaitfileExitCloseout(t *testing.T) {
 		lines(t, rr, 1)
 		_, more := rr.NextLine(t, 5*time.Second)
 		assert.False(t, more, "stdout closed")
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // time for a hold that wrongly exits on closeout to do so
 		assert.False(t, rr.Exited(), "hold keeps running after closeout")
 	})
 }
