@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -286,53 +285,4 @@ func Cmdline(pid int) string {
 		b = append(b[:200], "..."...)
 	}
 	return string(b)
-}
-
-// exitWatchMax bounds the pidfds AwaitExit holds open at once.
-const exitWatchMax = 1024
-
-// AwaitExit returns once every process in procs has exited, or after timeout,
-// whichever comes first: each exit wakes it through a pidfd, so a teardown
-// rescans the moment a TERM-obedient tree is gone instead of at the next tick
-// of a poll interval. It only waits: a pidfd opened on a pid that was recycled
-// since procs was read names a stranger, whose exit it may then wait for until
-// the timeout, and nothing is ever signalled through these pidfds. Past
-// exitWatchMax processes it watches the first ones; the timeout still bounds
-// the wait. Where no pidfd can be opened it sleeps out the timeout.
-func AwaitExit(procs []Proc, timeout time.Duration) {
-	deadline := time.Now().Add(timeout)
-	fds := make([]unix.PollFd, 0, min(len(procs), exitWatchMax))
-	for _, p := range procs[:min(len(procs), exitWatchMax)] {
-		if fd, err := unix.PidfdOpen(p.Pid, 0); err == nil {
-			fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
-		}
-	}
-	defer func() {
-		for _, f := range fds {
-			unix.Close(int(f.Fd))
-		}
-	}()
-	if len(fds) == 0 {
-		time.Sleep(timeout)
-		return
-	}
-	// Compacted as processes exit; fds keeps every descriptor for the close.
-	for open := slices.Clone(fds); len(open) > 0; {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return
-		}
-		// Rounded up: poll's milliseconds would turn a sub-millisecond wait into a spin.
-		if _, err := unix.Poll(open, int((left+time.Millisecond-1)/time.Millisecond)); err != nil && !errors.Is(err, unix.EINTR) {
-			time.Sleep(time.Until(deadline))
-			return
-		}
-		waiting := open[:0]
-		for _, f := range open {
-			if f.Revents == 0 {
-				waiting = append(waiting, f)
-			}
-		}
-		open = waiting
-	}
 }
