@@ -456,8 +456,13 @@ func (g *guardian) shimAlive(grp *shimGroup) bool {
 	return err == nil && !p.Dead()
 }
 
-// killShim kills a shim whose tree is proven empty and waits (bounded) until it is
-// reaped. The pid is our own unreaped child while the lock is held.
+// killShim kills a shim whose tree is proven empty. The pid is our own
+// unreaped child while the lock is held. It does not wait for the shim to die:
+// a process of a dozen threads takes several milliseconds to, and the proof
+// that its tree is empty is what the supervisor waits for. The shim can do
+// nothing meanwhile - SIGKILL is pending, it runs no instruction of its own
+// again - and containAll waits for every killed shim before the guardian
+// says it is done (awaitShim).
 func (g *guardian) killShim(grp *shimGroup) {
 	g.mu.Lock()
 	select {
@@ -466,14 +471,18 @@ func (g *guardian) killShim(grp *shimGroup) {
 		_ = unix.Kill(grp.pid, syscall.SIGKILL)
 	}
 	g.mu.Unlock()
-	select {
-	case <-grp.gone:
-	case <-time.After(2 * time.Second):
-	}
 	// The socket is not closed here: closing our end would discard an exit
 	// report the shim wrote but we have not read yet (run needs that status).
 	// The dead shim's end gives EOF after the last buffered message, and
 	// fromShim closes ours then.
+}
+
+// awaitShim waits (bounded) until a killed shim has been reaped.
+func (g *guardian) awaitShim(grp *shimGroup) {
+	select {
+	case <-grp.gone:
+	case <-time.After(2 * time.Second):
+	}
 }
 
 // containAll contains both groups at once (the supervisor died or is done), then
@@ -502,7 +511,25 @@ func (g *guardian) containAll() Report {
 		}()
 	}
 	wg.Wait()
-	rest := newSweeper().terminate(os.Getpid(), unproven, time.Now(), g.proof, os.Stderr)
+	// A shim killed after its tree was proven empty may still be dying: it is
+	// left out of the last sweep (its tree is empty and it can no longer
+	// fork), and waited for before the guardian says it is done.
+	skip := unproven
+	for _, grp := range g.groups {
+		if grp.closed {
+			select {
+			case <-grp.gone:
+			default:
+				skip = append(skip, grp.pid)
+			}
+		}
+	}
+	rest := newSweeper().terminate(os.Getpid(), skip, time.Now(), g.proof, os.Stderr)
+	for _, grp := range g.groups {
+		if grp.closed {
+			g.awaitShim(grp)
+		}
+	}
 	rep := Report{Backend: g.backend.Name, ProvenEmpty: rest.ProvenEmpty && len(unproven) == 0}
 	for _, grp := range swept {
 		rep.merge(grp.report)

@@ -142,6 +142,10 @@ func (s *sweeper) terminate(root int, skip []int, termUntil time.Time, proofBoun
 		fmt.Fprintf(diag, "octostore-supervisor: scanning processes during teardown: %v\n", err)
 	}
 
+	// A scan that found nothing alive stays true: only a live member can add a
+	// process to the tree (re-parenting keeps orphans inside it), so the proof
+	// needs no second scan - unless the container held processes to kill.
+	treeEmpty := err == nil && len(live) == 0
 	proofUntil := time.Now().Add(proofBound)
 	containerEmpty := true
 	if s.container != nil {
@@ -153,9 +157,14 @@ func (s *sweeper) terminate(root int, skip []int, termUntil time.Time, proofBoun
 			s.seen[pid] = struct{}{}
 		}
 		containerEmpty = empty
+		treeEmpty = treeEmpty && len(pids) == 0
 	}
 	for {
-		live, err = s.alive(root, skip)
+		if treeEmpty {
+			treeEmpty = false // once: every later pass follows a kill
+		} else {
+			live, err = s.alive(root, skip)
+		}
 		if err != nil {
 			fmt.Fprintf(diag, "octostore-supervisor: scanning processes during teardown: %v\n", err)
 		} else if len(live) == 0 && containerEmpty {

@@ -1,0 +1,190 @@
+package contain_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/octostore-supervisor/supervisor/contain"
+)
+
+// The issue 14 tables: teardown to the supervisor's exit beside the physical
+// floor, and N concurrent supervised elections on the host-local authority.
+
+// floorBin is testbin/floor, built on first use (the suite's TestMain builds
+// what the tests need; only the bench needs this).
+var floorBin = sync.OnceValues(func() (string, error) {
+	path := filepath.Join(bins.dir, "floor")
+	out, err := exec.Command("go", "build", "-o", path, "../testbin/floor").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build testbin/floor: %w\n%s", err, out)
+	}
+	return path, nil
+})
+
+// teardownRuns is how many teardowns each column of the teardown table
+// measures: enough for a p99 that is not simply the maximum.
+const teardownRuns = 40
+
+// benchTeardownTable: the hold writes lost -> the supervisor has exited, for
+// a TERM-obedient worker, both backends, beside a program that only does
+// kill(-pgid); waitpid for the same worker and hold.
+func benchTeardownTable(b *testing.B) {
+	floor, err := floorBin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := row{"TERM-obedient worker (sh exec escaper --term-exits)"}
+	for _, backend := range []string{"process-group", "cgroup"} {
+		d := benchExit(b, teardownRuns, func(dir, w string, hold []string) *exec.Cmd {
+			return exec.Command(bins.sup, append([]string{"election", "--term-grace", "1s", "--containment", backend, "room", "agent", w, "--"}, hold...)...)
+		})
+		r = append(r, ms(pct(d, 50)), ms(pct(d, 99)))
+	}
+	d := benchExit(b, teardownRuns, func(dir, w string, hold []string) *exec.Cmd {
+		return exec.Command(floor, append([]string{w, "--"}, hold...)...)
+	})
+	r = append(r, ms(pct(d, 50)), ms(pct(d, 99)))
+	printTable(fmt.Sprintf("Teardown, %d runs each: the hold writes lost -> the supervisor has exited (targets: p50 <= 15 ms, p99 <= 30 ms); floor: kill(-pgid) of worker and hold, waitpid, exit (testbin/floor):", teardownRuns),
+		row{"worker", "process-group p50", "process-group p99", "cgroup p50", "cgroup p99", "floor p50", "floor p99"}, []row{r})
+}
+
+// benchExit runs n supervisors (or floors) made by mk and returns, for each,
+// the time from the hold's lost stamp to the process's exit as seen by its
+// parent.
+func benchExit(b *testing.B, n int, mk func(dir, worker string, hold []string) *exec.Cmd) []time.Duration {
+	var out []time.Duration
+	for i := 0; i < n; i++ {
+		dir := b.TempDir()
+		w := benchScript(b, dir, "--term-exits --marker "+dir+"/ready")
+		cmd := mk(dir, w, []string{bins.hold, "--stamps", dir + "/stamps", "emit:leader,term=1,budget=60000", "waitfile:" + dir + "/ready,timeout=120s", "emit:lost,term=1"})
+		var stdout strings.Builder
+		cmd.Stdout = &stdout
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		err := cmd.Wait()
+		exited := time.Now()
+		if code := cmd.ProcessState.ExitCode(); err != nil && code != contain.ExitAuthority {
+			b.Fatalf("%s: %v\n%s", cmd.Path, err, stdout.String())
+		}
+		if cmd.Path == bins.sup && !strings.Contains(stdout.String(), `"event":"lost"`) {
+			b.Fatalf("no lost line:\n%s", stdout.String())
+		}
+		out = append(out, exited.Sub(readNanos(b, dir+"/stamps", "lost")))
+	}
+	return out
+}
+
+// benchScaleTable: N concurrent supervised elections on the host-local
+// authority (embedded hold, one room each, exec sleep workers).
+func benchScaleTable(b *testing.B) {
+	const idle = 10 * time.Second
+	var rows []row
+	for _, n := range []int{1, 10, 50} {
+		rows = append(rows, benchScale(b, n, idle))
+	}
+	printTable(fmt.Sprintf("N concurrent supervised elections on the host-local authority (embedded hold, one room each, `exec sleep` workers, backend auto); processes and PSS count the supervisor-side processes (supervisor, guardian, shims, embedded hold), not the workers; idle CPU over %v:", idle),
+		row{"N", "start all (to N leader lines)", "processes", "PSS per run (target <= 5 MB at N = 50)", "idle CPU per run per 10 s (target <= 5 ms)", "stop all (SIGTERM; target <= 500 ms at N = 50)"}, rows)
+}
+
+func benchScale(b *testing.B, n int, idle time.Duration) row {
+	xdg := filepath.Join(b.TempDir(), "state")
+	if err := os.Mkdir(xdg, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	env := localEnv("XDG_RUNTIME_DIR=" + xdg)
+	worker := filepath.Join(xdg, "..", "sleep.sh")
+	if err := os.WriteFile(worker, []byte("#!/bin/sh\nexec sleep 1000\n"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	rooms := make([]string, n)
+	for i := range rooms {
+		create := exec.Command(bins.octostore, "election", "create", "--server", "local", "--json")
+		create.Env = env
+		out, err := create.Output()
+		var room struct {
+			ElectionID string `json:"election_id"`
+		}
+		if err == nil {
+			err = json.Unmarshal(out, &room)
+		}
+		if err != nil {
+			b.Fatalf("octostore election create: %v\n%s", err, out)
+		}
+		rooms[i] = room.ElectionID
+	}
+
+	cmds := make([]*exec.Cmd, n)
+	leaders := make(chan error, n)
+	began := time.Now()
+	for i, room := range rooms {
+		cmd := exec.Command(bins.sup, "election", "--server", "local", room, "agent", worker)
+		cmd.Env = env
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		cmds[i] = cmd
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				if strings.Contains(sc.Text(), `"event":"leader"`) {
+					leaders <- nil
+					_, _ = io.Copy(io.Discard, stdout)
+					return
+				}
+			}
+			leaders <- fmt.Errorf("supervisor %d ended without a leader line", cmd.Process.Pid)
+		}()
+	}
+	stopAll := func() {
+		for _, c := range cmds {
+			_ = c.Process.Signal(syscall.SIGTERM)
+		}
+		for _, c := range cmds {
+			_ = c.Wait()
+		}
+	}
+	for range cmds {
+		if err := <-leaders; err != nil {
+			stopAll()
+			b.Fatal(err)
+		}
+	}
+	startAll := time.Since(began)
+
+	time.Sleep(time.Second) // let start-up settle before sampling idle cost
+	var procs []ourProc
+	for _, c := range cmds {
+		procs = append(procs, ourProcesses(c.Process.Pid)...)
+	}
+	before := make([]int64, len(procs))
+	for i, p := range procs {
+		before[i] = cpuAndSwitches(p.pid)[0]
+	}
+	time.Sleep(idle)
+	var cpu, pss float64
+	for i, p := range procs {
+		cpu += float64(cpuAndSwitches(p.pid)[0]-before[i]) * 10 // clock ticks of 10 ms
+		pss += memOf(p.pid).pss
+	}
+
+	stopping := time.Now()
+	stopAll()
+	stopped := time.Since(stopping)
+	return row{fmt.Sprint(n), ms(startAll), fmt.Sprint(len(procs)), fmt.Sprintf("%.1f MB", pss/float64(n)),
+		fmt.Sprintf("%.0f ms", cpu/float64(n)*float64(10*time.Second)/float64(idle)), ms(stopped)}
+}

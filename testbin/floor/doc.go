@@ -1,0 +1,13 @@
+// Command floor is the physical limit the supervisor's teardown is compared
+// with in make bench: no guardian, no shims, no proof. It starts a worker and
+// a hold, each in a process group of its own, reads the hold's stdout, and at
+// the first line that says "lost" sends SIGTERM to both groups (kill(-pgid)),
+// waits for both processes (waitpid) and exits.
+//
+// Usage:
+//
+//	floor WORKER -- HOLD [ARGS...]
+//
+// It is a benchmark instrument, not a supervisor: descendants that leave the
+// two groups are not looked for.
+package main
