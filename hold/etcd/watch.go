@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"strconv"
 	"math"
 	"os"
+	"strconv"
 	"syscall"
 	"time"
 
