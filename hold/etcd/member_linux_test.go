@@ -221,4 +221,3 @@ func keys(t *testing.T, c *clientv3.Client, prefix string) map[string]int64 {
 	}
 	return out
 }
-
