@@ -29,7 +29,11 @@ const (
 
 // Authority is one etcd cluster as a hold.Authority.
 type Authority struct {
-	t      target
+	t   target
+	cfg clientv3.Config
+	// client is nil until connect: with credentials, clientv3.New
+	// authenticates over the network, which Open must not do (a cluster that
+	// is down for a moment is not a usage error).
 	client *clientv3.Client
 	// allowOld is OCTOSTORE_ETCD_ALLOW_OLD_SERVER=1 (tests against Debian's
 	// 3.4.23 need it).
@@ -60,8 +64,9 @@ func open(raw string, env hold.LookupEnv, allowInsecure bool, dial ...grpc.DialO
 		return nil, err
 	}
 	cfg := clientv3.Config{
-		Endpoints:   t.endpoints,
-		DialTimeout: 2 * time.Second,
+		Endpoints: t.endpoints,
+		// Bounds the authentication clientv3.New does with credentials.
+		DialTimeout: attemptCap,
 		// Keepalive probes notice a frozen member; per-call deadlines do the
 		// rest (a stopped member keeps receiving calls until this fires).
 		DialKeepAliveTime:    2 * time.Second,
@@ -76,20 +81,36 @@ func open(raw string, env hold.LookupEnv, allowInsecure bool, dial ...grpc.DialO
 	if cfg.Username, cfg.Password, err = credentials(env); err != nil {
 		return nil, err
 	}
-	c, err := clientv3.New(cfg)
-	if err != nil {
-		// Never wrap the client's text verbatim: it may quote the config.
-		return nil, &hold.UsageError{Msg: "cannot set up the etcd client for " + t.server() + ": " + redact(err.Error(), cfg.Password), Class: hold.ErrInvalidServerURL, Cause: err}
-	}
 	v, ok := env(envAllowOldServer)
-	return &Authority{t: t, client: c, allowOld: ok && v == "1", Diag: os.Stderr}, nil
+	return &Authority{t: t, cfg: cfg, allowOld: ok && v == "1", Diag: os.Stderr}, nil
+}
+
+// connect creates the client once (a.mu held). Its errors never carry the
+// password (etcd's texts do not quote it; redact makes sure).
+func (a *Authority) connect() error {
+	if a.client != nil {
+		return nil
+	}
+	c, err := clientv3.New(a.cfg)
+	if err != nil {
+		return &redactedError{msg: "etcd " + a.Server() + ": connect: " + redact(err.Error(), a.cfg.Password), err: err}
+	}
+	a.client = c
+	return nil
 }
 
 // Server is the normalized URL without credentials.
 func (a *Authority) Server() string { return a.t.server() }
 
 // Close closes the client's connections.
-func (a *Authority) Close() error { return a.client.Close() }
+func (a *Authority) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.client == nil {
+		return nil
+	}
+	return a.client.Close()
+}
 
 // tlsConfig is nil for etcd:// and refuses client certificates there rather
 // than ignoring them. For etcds:// the CA bundle adds to the system roots and
@@ -176,6 +197,15 @@ func credentials(env hold.LookupEnv) (user, password string, err error) {
 	}
 	return user, password, nil
 }
+
+// redactedError shows msg and keeps err for errors.Is (failureCode).
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // redact removes secret from s (a client error may echo its configuration).
 func redact(s, secret string) string {

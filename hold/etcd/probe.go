@@ -33,6 +33,12 @@ type MemberInfo struct {
 // doctor can show an old server — VersionOK says whether it would be used.
 func (a *Authority) Probe(ctx context.Context) (ClusterInfo, error) {
 	info := ClusterInfo{Server: a.Server()}
+	a.mu.Lock()
+	err := a.connect()
+	a.mu.Unlock()
+	if err != nil {
+		return info, err
+	}
 	var lastErr error
 	for _, ep := range a.t.endpoints {
 		m := MemberInfo{Endpoint: ep}

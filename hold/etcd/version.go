@@ -46,7 +46,8 @@ func (e errOldServer) Error() string {
 		e.endpoint, e.version, envAllowOldServer)
 }
 
-// checkVersion reads every reachable member's version once per Authority.
+// checkVersion connects and reads every reachable member's version once per
+// Authority; every operation starts with it.
 // Unreachable members are skipped; with none reachable the check is
 // repeated at the next call. The override is announced on diag once.
 func (a *Authority) checkVersion(ctx context.Context, diag io.Writer) error {
@@ -55,8 +56,11 @@ func (a *Authority) checkVersion(ctx context.Context, diag io.Writer) error {
 	if a.checked {
 		return nil
 	}
+	if err := a.connect(); err != nil {
+		return err
+	}
 	var lastErr error
-	seen := 0
+	seen, warned := 0, false
 	for _, ep := range a.t.endpoints {
 		cctx, cancel := callContext(ctx, attemptCap)
 		st, err := a.client.Status(cctx, ep)
@@ -76,6 +80,10 @@ func (a *Authority) checkVersion(ctx context.Context, diag io.Writer) error {
 		if !a.allowOld {
 			return errOldServer{ep, st.Version}
 		}
+		if warned {
+			continue
+		}
+		warned = true
 		a.diagf(diag, "etcd member %s runs %s, below the supported floor; continuing because %s=1 (tests only)", ep, st.Version, envAllowOldServer)
 	}
 	if seen == 0 {
