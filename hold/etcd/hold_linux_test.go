@@ -148,10 +148,12 @@ func TestLockNamesNeverNest(t *testing.T) {
 	m := startMember(t)
 	c := m.client(t)
 	a := m.authority(t, "/t6")
-	outer := startHold(t, a, lock("a"))
-	outer.waitEvent(t, "acquired", 20*time.Second)
+	// The nested name first: unencoded, its key would sit under "a"'s prefix
+	// with an older create revision, and "a" would wait behind it.
 	inner := startHold(t, a, lock("a/b"))
 	inner.waitEvent(t, "acquired", 20*time.Second)
+	outer := startHold(t, a, lock("a"))
+	outer.waitEvent(t, "acquired", 20*time.Second)
 	require.Len(t, keys(t, c, "/t6/lock/a/"), 1)
 	require.Len(t, keys(t, c, "/t6/lock/a%2Fb/"), 1)
 }
