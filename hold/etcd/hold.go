@@ -96,8 +96,12 @@ func newRun(a *Authority, ctx context.Context, spec hold.HoldSpec, signals <-cha
 
 func (r *run) diag(format string, args ...any) { r.a.diagf(r.spec.Diag, format, args...) }
 
-func (r *run) signalExit() int {
-	if r.w.Signal == syscall.SIGTERM {
+func (r *run) signalExit() int { return exitFor(r.w.Signal) }
+
+// exitFor is the exit status after a signal: 143 for SIGTERM (and a
+// cancelled context), 130 for anything else.
+func exitFor(sig os.Signal) int {
+	if sig == syscall.SIGTERM {
 		return hold.ExitSIGTERM
 	}
 	return hold.ExitSIGINT
@@ -133,9 +137,9 @@ func (r *run) acquireTimeout() int {
 	return hold.ExitAcquireTimeout
 }
 
-// preBound bounds one call before authority: the acquisition deadline and,
-// once we have a lease, its own authority deadline (a call that outlives it
-// proves nothing about our key).
+// preBound bounds one call before authority by one attempt and the
+// acquisition deadline. Not by the queued lease's D: a renewal must still be
+// possible after a slow spell, and lead() refuses a stale D.
 func (r *run) preBound() (hold.Deadline, error) {
 	now, err := hold.Now(r.spec.Clock)
 	if err != nil {
@@ -147,9 +151,6 @@ func (r *run) preBound() (hold.Deadline, error) {
 	}
 	if r.acq != nil {
 		d = d.Min(*r.acq)
-	}
-	if r.c.lease != 0 {
-		d = d.Min(r.c.d)
 	}
 	return d, nil
 }

@@ -4,6 +4,7 @@ package etcd
 
 import (
 	"context"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -22,13 +23,26 @@ func TestTermIsCreateRevisionAndSignalReleases(t *testing.T) {
 	m := startMember(t)
 	c := m.client(t)
 	a := m.authority(t, "/t1")
+	var fencingKey proctest.SyncBuffer
+	a.FencingKey = &fencingKey
 	first := startHold(t, a, election("room", "alpha"))
 	lead := first.waitEvent(t, "leader", 20*time.Second)
 	ks := keys(t, c, "/t1/election/room/")
 	require.Len(t, ks, 1)
-	for _, rev := range ks {
+	for k, rev := range ks {
 		require.Equal(t, rev, term(lead), "term = create revision of the holder key")
+		require.Equal(t, k+"\n", fencingKey.String(), "the holder key is handed over before the leader line")
 	}
+	key := strings.TrimSuffix(fencingKey.String(), "\n")
+	fenced := func() bool { // the worker's write, as README shows it
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		r, err := c.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", term(lead))).
+			Then(clientv3.OpPut("/t1/data", "x")).Commit()
+		require.NoError(t, err)
+		return r.Succeeded
+	}
+	require.True(t, fenced(), "the holder's fenced write is accepted")
 	second := startHold(t, a, election("room", "beta"))
 	second.waitEvent(t, "waiting", 20*time.Second)
 	first.waitEvent(t, "renewed", 20*time.Second)
@@ -41,6 +55,7 @@ func TestTermIsCreateRevisionAndSignalReleases(t *testing.T) {
 	require.Equal(t, hold.ExitSIGTERM, first.exit(t, 10*time.Second))
 	rel := first.waitEvent(t, "released", time.Second)
 	require.Equal(t, "signal", rel["reason_code"])
+	require.False(t, fenced(), "after release the old term's fenced write is refused")
 	next := second.waitEvent(t, "leader", 20*time.Second)
 	require.Greater(t, term(next), term(lead), "terms strictly increase across holders")
 	require.Equal(t, "beta", next["candidate_id"])

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"strconv"
-	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -48,12 +47,7 @@ type watchRun struct {
 	last []byte // the last printed snapshot
 }
 
-func (w *watchRun) signalExit() int {
-	if w.wt.Signal == syscall.SIGTERM {
-		return hold.ExitSIGTERM
-	}
-	return hold.ExitSIGINT
-}
+func (w *watchRun) signalExit() int { return exitFor(w.wt.Signal) }
 
 func (w *watchRun) after(d time.Duration) hold.Deadline {
 	now, err := hold.Now(w.wt.Clock)
