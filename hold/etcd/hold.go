@@ -199,9 +199,9 @@ func (r *run) transient(cause error) (phase, int, error) {
 		r.em.Emit(events.Error, hold.Fields{Reason: code})
 		return phaseExit, r.endBeforeAuthority(hold.ExitUsage), nil
 	}
-	var old errOldServer
-	if errors.As(cause, &old) {
-		r.diag("%v", old)
+	var usage *hold.UsageError
+	if errors.As(cause, &usage) {
+		r.diag("%v", usage)
 		return phaseExit, r.endBeforeAuthority(hold.ExitUsage), nil
 	}
 	r.diag("etcd %s: %v", r.a.Server(), cause)

@@ -140,6 +140,12 @@ func TestOldServerNeedsTheOverride(t *testing.T) {
 	require.Empty(t, refused.out.String())
 	require.Contains(t, refused.diag.String(), "3.4.23")
 	require.Contains(t, refused.diag.String(), envAllowOldServer+"=1")
+	var diag proctest.SyncBuffer
+	require.Equal(t, hold.ExitUsage, strict.Watch(context.Background(),
+		hold.WatchSpec{Kind: hold.KindLock, Name: "jobs", Out: &diag, Diag: &diag}, nil))
+	_, err = strict.Status(context.Background(), hold.KindLock, "jobs")
+	var usage *hold.UsageError
+	require.ErrorAs(t, err, &usage, "status below the floor is a usage error (exit 64)")
 
 	a := m.authority(t, "/t15")
 	h := startHold(t, a, election("room", "alpha"))

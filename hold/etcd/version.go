@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/octostore-supervisor/supervisor/hold"
 )
 
 // minimumPatch is the lowest accepted patch release per minor of 3.x
@@ -38,7 +40,8 @@ func versionOK(v string) (bool, error) {
 	return ok && n[2] >= floor, nil
 }
 
-// errOldServer is a server below the floor without the override.
+// errOldServer is a server below the floor without the override; it reaches
+// callers inside a *hold.UsageError (exit 64).
 type errOldServer struct{ endpoint, version string }
 
 func (e errOldServer) Error() string {
@@ -78,7 +81,8 @@ func (a *Authority) checkVersion(ctx context.Context, diag io.Writer) error {
 			continue
 		}
 		if !a.allowOld {
-			return errOldServer{ep, st.Version}
+			old := errOldServer{ep, st.Version}
+			return &hold.UsageError{Msg: old.Error(), Class: hold.ErrInvalidServerURL, Cause: old}
 		}
 		if warned {
 			continue

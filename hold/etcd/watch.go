@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"strconv"
@@ -25,11 +26,10 @@ var never = hold.Deadline{Scheduler: time.Unix(1<<40, 0), ContinuousMS: math.Max
 // new watch from that read; never from revision 0.
 func (a *Authority) Watch(ctx context.Context, spec hold.WatchSpec, signals <-chan os.Signal) int {
 	w := &watchRun{a: a, spec: spec, wt: &hold.Waiter{Clock: hold.SystemClock{}, Signals: signals, Ctx: ctx}}
-	if err := a.checkVersion(ctx, spec.Diag); err != nil {
-		a.diagf(spec.Diag, "%v", err)
-		return hold.ExitUsage
-	}
 	for {
+		if code, done := w.checkVersion(); done {
+			return code
+		}
 		if code, done := w.readAndFollow(); done {
 			return code
 		}
@@ -45,6 +45,26 @@ type watchRun struct {
 	wt   *hold.Waiter
 	seq  uint64
 	last []byte // the last printed snapshot
+}
+
+// checkVersion: below the floor ends the watch (64); a cluster that does
+// not answer yet is retried like any failed read.
+func (w *watchRun) checkVersion() (int, bool) {
+	ans, err := call(w.wt, w.after(readTimeout), true, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, w.a.checkVersion(ctx, w.spec.Diag)
+	})
+	var usage *hold.UsageError
+	switch {
+	case err != nil:
+		w.a.diagf(w.spec.Diag, "%v", err)
+		return hold.ExitSoftware, true
+	case ans.o == hold.Signalled:
+		return w.signalExit(), true
+	case errors.As(ans.err, &usage):
+		w.a.diagf(w.spec.Diag, "%v", usage)
+		return hold.ExitUsage, true
+	}
+	return 0, false
 }
 
 func (w *watchRun) signalExit() int { return exitFor(w.wt.Signal) }
