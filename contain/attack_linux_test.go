@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/octostore-supervisor/supervisor/internal/fencelog"
 	"github.com/octostore-supervisor/supervisor/internal/proctest"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
@@ -248,7 +249,7 @@ func (s *attackScene) recordWorker(t *testing.T, r *run) proctest.Record {
 
 func (s *attackScene) workerStarted(role string) bool {
 	for _, l := range readFence(s.fence) {
-		if l.what == "start" && l.role == role {
+		if l.What == "start" && l.Role == role {
 			return true
 		}
 	}
@@ -279,29 +280,9 @@ func thawStopped(t *testing.T) {
 	}
 }
 
-// fenceLine is one line of the fenced log.
-type fenceLine struct {
-	ok         bool
-	what, role string
-	term       uint64
-	ns         int64
-}
-
-func readFence(path string) []fenceLine {
-	b, _ := os.ReadFile(path)
-	var out []fenceLine
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) != 6 {
-			continue
-		}
-		term, err1 := strconv.ParseUint(f[2], 10, 64)
-		ns, err2 := strconv.ParseInt(f[3], 10, 64)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		out = append(out, fenceLine{ok: f[0] == "ok", what: f[1], term: term, ns: ns, role: f[5]})
-	}
+// readFence reads the fenced log's well-formed lines (internal/fencelog).
+func readFence(path string) []fencelog.Entry {
+	out, _ := fencelog.Read(path)
 	return out
 }
 
@@ -320,16 +301,17 @@ func (s *attackScene) requireFenced(t *testing.T) {
 	byTerm := map[uint64]*interval{}
 	var rejected []string
 	for _, l := range readFence(s.fence) {
-		if !l.ok {
-			rejected = append(rejected, fmt.Sprintf("%s %s term %d", l.role, l.what, l.term))
+		if !l.OK {
+			rejected = append(rejected, fmt.Sprintf("%s %s term %d", l.Role, l.What, l.Term))
 		}
-		iv := byTerm[l.term]
+		ns := l.Boot.Nanoseconds()
+		iv := byTerm[l.Term]
 		if iv == nil {
-			byTerm[l.term] = &interval{role: l.role, first: l.ns, last: l.ns}
+			byTerm[l.Term] = &interval{role: l.Role, first: ns, last: ns}
 			continue
 		}
-		require.Equal(t, iv.role, l.role, "two workers wrote with term %d", l.term)
-		iv.first, iv.last = min(iv.first, l.ns), max(iv.last, l.ns)
+		require.Equal(t, iv.role, l.Role, "two workers wrote with term %d", l.Term)
+		iv.first, iv.last = min(iv.first, ns), max(iv.last, ns)
 	}
 	require.Zero(t, len(rejected), "the fenced store rejected %d writes of a deposed term (first: %s): two workers ran at once", len(rejected), strings.Join(rejected[:min(len(rejected), 3)], "; "))
 	terms := make([]uint64, 0, len(byTerm))

@@ -235,7 +235,7 @@ func (c *crashRun) crash(parent string) error {
 // waitAllThreadsStopped waits until every thread of pid is stopped (or dead);
 // it returns an error instead of failing the test, for the crash goroutines.
 func waitAllThreadsStopped(pid int, limit time.Duration) error {
-	for deadline := time.Now().Add(limit); !allThreadsStopped(pid); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(limit); !proctest.AllThreadsStopped(pid); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("supervisor %d not stopped after %v", pid, limit)
 		}

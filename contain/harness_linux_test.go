@@ -1,13 +1,11 @@
 package contain_test
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -361,33 +359,7 @@ func waitFile(t *testing.T, path string, limit time.Duration) {
 // waitStopped waits until pid is stopped (the test hook froze the supervisor).
 func waitStopped(t *testing.T, pid int, limit time.Duration) {
 	t.Helper()
-	proctest.WaitFor(t, limit, fmt.Sprintf("every thread of pid %d to stop", pid), func() bool { return allThreadsStopped(pid) })
-}
-
-// allThreadsStopped: a group stop reaches each thread on its own way back to
-// user space, so the leader can show T while another thread still runs (and,
-// say, acts on a SIGCHLD). Only when every thread is stopped (or exiting) does
-// the process do nothing more.
-func allThreadsStopped(pid int) bool {
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil || len(tasks) == 0 {
-		return false
-	}
-	r := platform.NewProcReader()
-	for _, task := range tasks {
-		tid, err := strconv.Atoi(task.Name())
-		if err != nil {
-			return false
-		}
-		p, err := r.Stat(tid)
-		if errors.Is(err, platform.ErrNoProcess) {
-			continue // a thread that just exited
-		}
-		if err != nil || (p.State != 'T' && p.State != 't' && p.State != 'Z' && p.State != 'X') {
-			return false
-		}
-	}
-	return true
+	proctest.WaitFor(t, limit, fmt.Sprintf("every thread of pid %d to stop", pid), func() bool { return proctest.AllThreadsStopped(pid) })
 }
 
 // children returns the live direct children of pid.

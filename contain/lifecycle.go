@@ -212,7 +212,7 @@ func (r *run) start() error {
 // workerEnv is the supervisor's environment without the holder's secrets and
 // without values the supervisor sets itself.
 func workerEnv(env []string) []string {
-	return withoutVars(env, append([]string{"OCTOSTORE_FENCING_TERM", "OCTOSTORE_SUPERVISOR_READY_FILE"}, SecretEnv...))
+	return withoutVars(env, append([]string{"OCTOSTORE_FENCING_TERM", "OCTOSTORE_FENCING_KEY", "OCTOSTORE_SUPERVISOR_READY_FILE"}, SecretEnv...))
 }
 
 // withoutVars is env without the variables named in drop.
@@ -390,6 +390,9 @@ func (r *run) launch(ev events.Event) *cause {
 		return c
 	}
 	env := []string{"OCTOSTORE_FENCING_TERM=" + strconv.FormatUint(*ev.Term, 10), "OCTOSTORE_SUPERVISOR_READY_FILE=" + r.readyFile}
+	if ev.FencingKey != "" {
+		env = append(env, "OCTOSTORE_FENCING_KEY="+ev.FencingKey)
+	}
 	if err := r.host.start(env); err != nil {
 		if errors.Is(err, errGuardianLost) {
 			return &cause{kind: causeGuardianLost, msg: err.Error()}

@@ -70,6 +70,11 @@ type Event struct {
 	CandidateID *string
 	Term        *uint64
 	ReasonCode  string
+	// FencingKey is the authority's name for the holder's record, given by
+	// authorities whose stores can fence on it (etcd: the holder key, whose
+	// create revision is the term). Optional; handed to the worker as
+	// OCTOSTORE_FENCING_KEY beside OCTOSTORE_FENCING_TERM.
+	FencingKey string
 	// Authority is nil unless all three authority fields were present.
 	Authority        *Authority
 	AuthorityPresent AuthorityFields

@@ -19,7 +19,7 @@ type HoldEvent struct {
 
 // Encode returns the compact JSON line with its trailing "\n", keys in the hold's
 // struct order: schema_version, sequence, event, kind, name, server,
-// candidate_id?, term?, expires_at?, retry_after_ms?, reason_code?,
+// candidate_id?, term?, fencing_key?, expires_at?, retry_after_ms?, reason_code?,
 // authority_remaining_ms?, authority_observed_unix_ms?,
 // authority_observed_continuous_ms?, observed_at. Absent fields are omitted,
 // never null; strings are escaped as serde_json escapes them.
@@ -37,6 +37,10 @@ func (h HoldEvent) Encode() []byte {
 	}
 	if h.Term != nil {
 		w.raw(`,"term":` + strconv.FormatUint(*h.Term, 10))
+	}
+	if h.FencingKey != "" {
+		w.raw(`,"fencing_key":`)
+		w.str(h.FencingKey)
 	}
 	if h.ExpiresAt != nil {
 		w.raw(`,"expires_at":`)

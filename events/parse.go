@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -27,6 +28,7 @@ type wireEvent struct {
 	candidateID *string
 	term        *uint64
 	reasonCode  *string
+	fencingKey  *string
 	remaining   *wireNumber
 	unix        *wireNumber
 	continuous  *wireNumber
@@ -97,6 +99,10 @@ func (w *wireEvent) set(key string, raw json.RawMessage) bool {
 		w.server, ok = jsonString(raw)
 	case "reason_code":
 		w.reasonCode, ok = jsonString(raw)
+	case "fencing_key":
+		// Handed to the worker in its environment, which cannot carry NUL.
+		w.fencingKey, ok = jsonString(raw)
+		ok = ok && *w.fencingKey != "" && !strings.ContainsRune(*w.fencingKey, 0)
 	case "candidate_id":
 		if isNull(raw) {
 			return true

@@ -3,11 +3,12 @@ package events
 // Stream validates the hold lines of one supervisor run. It is not safe for
 // concurrent use: one reader owns the hold's stdout.
 type Stream struct {
-	expect  Expect
-	lastSeq uint64
-	term    uint64
-	active  bool
-	ended   bool
+	expect     Expect
+	lastSeq    uint64
+	term       uint64
+	fencingKey string
+	active     bool
+	ended      bool
 }
 
 // NewStream starts a stream that expects lines for e.
@@ -48,7 +49,7 @@ func (s *Stream) Next(line []byte) (Event, error) {
 	}
 	s.lastSeq = seq
 	if ev.StartsAuthority() {
-		s.term, s.active = *ev.Term, true
+		s.term, s.fencingKey, s.active = *ev.Term, ev.FencingKey, true
 	}
 	if ev.Terminal() {
 		s.ended = true
@@ -116,6 +117,9 @@ func (s *Stream) checkTransition(ev Event) error {
 		if ev.Term == nil || *ev.Term != s.term {
 			return invalid(msgRenewedTerm)
 		}
+		if ev.FencingKey != "" && ev.FencingKey != s.fencingKey {
+			return invalid("renewed event changed the fencing key")
+		}
 	case Released, Lost, Uncertain:
 		if s.active && (ev.Term == nil || *ev.Term != s.term) {
 			return invalid(ev.Event + " event changed the fencing term")
@@ -152,6 +156,7 @@ func eventFrom(w wireEvent, seq uint64) Event {
 		CandidateID: w.candidateID,
 		Term:        w.term,
 		ReasonCode:  deref(w.reasonCode),
+		FencingKey:  deref(w.fencingKey),
 		AuthorityPresent: AuthorityFields{
 			Remaining:          w.remaining != nil,
 			ObservedUnix:       w.unix != nil,

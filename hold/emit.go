@@ -38,7 +38,11 @@ func NewEmitter(spec HoldSpec, server string) *Emitter {
 
 // Fields are the per-event optional fields.
 type Fields struct {
-	Term       *uint64
+	Term *uint64
+	// FencingKey is set on leader/acquired/renewed by authorities that have
+	// one (etcd); the HTTP and local holds never set it, so their bytes are
+	// upstream's.
+	FencingKey string
 	ExpiresAt  *time.Time
 	RetryAfter *uint64
 	Reason     string
@@ -62,6 +66,7 @@ func (e *Emitter) Emit(name string, f Fields) {
 			CandidateID: e.candidate,
 			Term:        f.Term,
 			ReasonCode:  f.Reason,
+			FencingKey:  f.FencingKey,
 		},
 		ExpiresAt:    f.ExpiresAt,
 		RetryAfterMs: f.RetryAfter,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 
@@ -116,4 +117,30 @@ func reapOrphan(p platform.Proc) (pending bool) {
 		_, _ = unix.Wait4(p.Pid, &ws, unix.WNOHANG, nil)
 	}
 	return false
+}
+
+// AllThreadsStopped reports whether every thread of pid is stopped. A group
+// stop reaches each thread on its own way back to user space, so the leader
+// can show T while another thread still runs (and, say, acts on a SIGCHLD).
+// Only when every thread is stopped (or exiting) does the process do nothing
+// more.
+func AllThreadsStopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(task.Name())
+		if err != nil {
+			return false
+		}
+		p, err := Stat(tid)
+		if errors.Is(err, platform.ErrNoProcess) {
+			continue // a thread that just exited
+		}
+		if err != nil || (p.State != 'T' && p.State != 't' && p.State != 'Z' && p.State != 'X') {
+			return false
+		}
+	}
+	return true
 }

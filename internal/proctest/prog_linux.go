@@ -24,7 +24,33 @@ type Prog struct {
 	Lines <-chan string
 	// Stderr collects the program's stderr.
 	Stderr *SyncBuffer
-	done   chan struct{}
+	done   <-chan struct{}
+}
+
+// StartOwned starts cmd and waits for it on a goroutine of its own; the
+// returned channel is closed once that Wait has returned (cmd.ProcessState is
+// then set). Until then Sweep leaves cmd's zombie to that Wait instead of
+// reaping it, so a harness that runs its own exec.Cmd (internal/etcdtest's
+// members) can live beside Sweep.
+func StartOwned(cmd *exec.Cmd) (<-chan struct{}, error) {
+	owned.Lock()
+	err := cmd.Start()
+	if err == nil {
+		owned.pids[cmd.Process.Pid] = true
+	}
+	owned.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		owned.Lock()
+		delete(owned.pids, cmd.Process.Pid)
+		owned.Unlock()
+		close(done)
+	}()
+	return done, nil
 }
 
 // Start runs the program with args and env added to the test's environment.
@@ -38,22 +64,18 @@ func (b Binary) Start(t testing.TB, pidfile string, env []string, args ...string
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
 	lines := make(chan string, 1024)
-	p := &Prog{Cmd: exec.Command(string(b), args...), Lines: lines, Stderr: &SyncBuffer{}, done: make(chan struct{})}
+	p := &Prog{Cmd: exec.Command(string(b), args...), Lines: lines, Stderr: &SyncBuffer{}}
 	p.Cmd.Stdout, p.Cmd.Stderr = w, p.Stderr
 	p.Cmd.Env = append(os.Environ(), env...)
 	p.Cmd.WaitDelay = 5 * time.Second
 
-	owned.Lock()
-	err = p.Cmd.Start()
-	if err == nil {
-		owned.pids[p.Cmd.Process.Pid] = true
-	}
-	owned.Unlock()
+	done, err := StartOwned(p.Cmd)
 	w.Close()
 	if err != nil {
 		r.Close()
 		require.NoError(t, err)
 	}
+	p.done = done
 
 	go func() {
 		br := bufio.NewReader(r)
@@ -66,13 +88,6 @@ func (b Binary) Start(t testing.TB, pidfile string, env []string, args ...string
 		}
 		r.Close()
 		close(lines)
-	}()
-	go func() {
-		_ = p.Cmd.Wait()
-		owned.Lock()
-		delete(owned.pids, p.Cmd.Process.Pid)
-		owned.Unlock()
-		close(p.done)
 	}()
 	t.Cleanup(func() { p.stop(t, pidfile) })
 	return p

@@ -1,13 +1,13 @@
 package proctest
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/octostore-supervisor/supervisor/internal/linefile"
 )
 
 // Record is one line of a pidfile: a process that recorded itself as it
@@ -50,23 +50,7 @@ func ReadPidfile(path string) ([]Record, error) {
 }
 
 func parsePidfile(b []byte) ([]Record, error) {
-	var out []Record
-	var bad error
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for n := 1; sc.Scan(); n++ {
-		rec, ok := parseLine(sc.Text())
-		if !ok {
-			if bad == nil {
-				bad = fmt.Errorf("malformed line %d %q (want PID START [ROLE])", n, sc.Text())
-			}
-			continue
-		}
-		out = append(out, rec)
-	}
-	if err := sc.Err(); err != nil && bad == nil {
-		bad = err
-	}
-	return out, bad
+	return linefile.Parse(b, "PID START [ROLE]", parseLine)
 }
 
 func parseLine(l string) (Record, bool) {

@@ -11,7 +11,7 @@
 //	ATTACKER_MODE    "attack" or "fenced" (required)
 //	ATTACKER_FENCE   the fenced log (required): every worker appends its
 //	                 fencing term ($OCTOSTORE_FENCING_TERM) there through
-//	                 fenceAppend, which, under an exclusive flock of the file,
+//	                 internal/fencelog, which, under an exclusive flock of the file,
 //	                 rejects a term lower than the highest one accepted so
 //	                 far, as a fenced store would. One line per write:
 //	                 "ok|reject WHAT TERM BOOTTIME_NS PID ROLE", WHAT being

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/octostore-supervisor/supervisor/internal/fencelog"
 )
 
 const (
@@ -41,8 +43,7 @@ func run() int {
 	if err != nil || term == 0 {
 		return usage("OCTOSTORE_FENCING_TERM must be a positive integer, not %q", os.Getenv("OCTOSTORE_FENCING_TERM"))
 	}
-	f := fence{path: path, term: term, role: mode}
-	if _, err := f.append("start"); err != nil {
+	if _, err := fencelog.Append(path, term, "start", mode); err != nil {
 		return fail(err)
 	}
 	if mode == "attack" {
@@ -54,23 +55,11 @@ func run() int {
 			return fail(err)
 		}
 	}
-	tick := time.NewTicker(heartbeat)
-	defer tick.Stop()
-	for {
-		select {
-		case <-sigs:
-			if _, err := f.append("stop"); err != nil {
-				return fail(err)
-			}
-			return 0
-		case <-tick.C:
-			// A rejected heartbeat is the finding, not an error: keep going,
-			// as a worker that does not know it was deposed would.
-			if _, err := f.append("hb"); err != nil {
-				return fail(err)
-			}
-		}
+	// An attacker never gets a signal here: it ignores them all.
+	if err := fencelog.Heartbeat(path, term, mode, heartbeat, sigs); err != nil {
+		return fail(err)
 	}
+	return 0
 }
 
 // config is the attack mode's environment.

@@ -48,11 +48,11 @@
 //	forever                  block forever (also the default after the last step)
 //
 // emit options: term=N, budget=MS, wall_age=MS, cont_age=MS, future=MS,
-// seq=N, kind=K, name=NAME, candidate=C, reason=CODE, retry=MS, drop=FIELD
+// seq=N, kind=K, name=NAME, candidate=C, reason=CODE, key=FENCINGKEY, retry=MS, drop=FIELD
 // (repeatable), string=FIELD (repeatable), schema=N, extra=1.
 //
 // Keys are written in the hold's order: schema_version, sequence, event,
-// kind, name, server, candidate_id, term, expires_at, retry_after_ms,
+// kind, name, server, candidate_id, term, fencing_key, expires_at, retry_after_ms,
 // reason_code, authority_remaining_ms, authority_observed_unix_ms,
 // authority_observed_continuous_ms, observed_at (then x_extra with extra=1).
 // Sequence starts at 1 and increments per emitted event; seq=N sets this

@@ -16,7 +16,7 @@ import (
 // x_extra is our own unknown field, appended last.
 var keyOrder = []string{
 	"schema_version", "sequence", "event", "kind", "name", "server",
-	"candidate_id", "term", "expires_at", "retry_after_ms", "reason_code",
+	"candidate_id", "term", "fencing_key", "expires_at", "retry_after_ms", "reason_code",
 	"authority_remaining_ms", "authority_observed_unix_ms",
 	"authority_observed_continuous_ms", "observed_at", "x_extra",
 }
@@ -34,7 +34,7 @@ type emitSpec struct {
 	retry                     *int64
 	wallAge, contAge, future  int64
 	kind, name, candidate     *string
-	reason                    *string
+	reason, fencingKey        *string
 	drop, str                 map[string]bool
 	extra                     bool
 	// fromSignal marks the shutdown event: it never carries expires_at,
@@ -89,6 +89,8 @@ func parseEmit(rest string) (*emitSpec, error) {
 			e.candidate = &v
 		case "reason":
 			e.reason = &v
+		case "key":
+			e.fencingKey = &v
 		case "drop":
 			if !knownKey(v) {
 				return nil, fmt.Errorf("drop=%s: unknown field", v)
@@ -228,6 +230,10 @@ func (h *hold) emitLocked(e *emitSpec) {
 		i64("term", h.term)
 	case e.term != nil:
 		i64("term", h.term)
+	}
+
+	if e.fencingKey != nil {
+		str("fencing_key", *e.fencingKey)
 	}
 
 	switch {
