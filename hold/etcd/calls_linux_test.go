@@ -90,28 +90,29 @@ func (w *watchSpy) SendMsg(m any) error {
 // deadline of at most one attempt; no read is serializable; no watch starts
 // at revision 0.
 func TestEveryCallRequiresLeaderAndDeadline(t *testing.T) {
-	m := startMember(t)
-	audit := &callAudit{methods: map[string]int{}}
-	a, err := open("etcd://"+m.endpoint+"/t8", oldServerEnv, false, audit.options()...)
-	require.NoError(t, err)
-	t.Cleanup(func() { a.Close() })
-	first := startHold(t, a, election("room", "alpha"))
-	first.waitEvent(t, "leader", 20*time.Second)
-	second := startHold(t, a, election("room", "beta"))
-	second.waitEvent(t, "waiting", 20*time.Second)
-	first.waitEvent(t, "renewed", 20*time.Second)
-	first.sigs <- syscall.SIGTERM
-	first.waitEvent(t, "released", 10*time.Second)
-	second.waitEvent(t, "leader", 20*time.Second)
-	second.sigs <- syscall.SIGTERM
-	require.Equal(t, hold.ExitSIGTERM, second.exit(t, 10*time.Second))
+	eachServer(t, func(t *testing.T, m *cluster) {
+		audit := &callAudit{methods: map[string]int{}}
+		a, err := open(m.URL("/t8"), oldServerEnv, false, audit.options()...)
+		require.NoError(t, err)
+		t.Cleanup(func() { a.Close() })
+		first := startHold(t, a, election("room", "alpha"))
+		first.waitEvent(t, "leader", 20*time.Second)
+		second := startHold(t, a, election("room", "beta"))
+		second.waitEvent(t, "waiting", 20*time.Second)
+		first.waitEvent(t, "renewed", 20*time.Second)
+		first.sigs <- syscall.SIGTERM
+		first.waitEvent(t, "released", 10*time.Second)
+		second.waitEvent(t, "leader", 20*time.Second)
+		second.sigs <- syscall.SIGTERM
+		require.Equal(t, hold.ExitSIGTERM, second.exit(t, 10*time.Second))
 
-	audit.mu.Lock()
-	defer audit.mu.Unlock()
-	require.Empty(t, audit.problems)
-	for _, method := range []string{"/etcdserverpb.Lease/LeaseGrant", "/etcdserverpb.KV/Txn", "/etcdserverpb.Lease/LeaseKeepAlive",
-		"/etcdserverpb.KV/Range", "/etcdserverpb.Watch/Watch", "watch create", "/etcdserverpb.Lease/LeaseRevoke",
-		"/etcdserverpb.Maintenance/Status"} {
-		require.Positive(t, audit.methods[method], "%s was not audited: %v", method, audit.methods)
-	}
+		audit.mu.Lock()
+		defer audit.mu.Unlock()
+		require.Empty(t, audit.problems)
+		for _, method := range []string{"/etcdserverpb.Lease/LeaseGrant", "/etcdserverpb.KV/Txn", "/etcdserverpb.Lease/LeaseKeepAlive",
+			"/etcdserverpb.KV/Range", "/etcdserverpb.Watch/Watch", "watch create", "/etcdserverpb.Lease/LeaseRevoke",
+			"/etcdserverpb.Maintenance/Status"} {
+			require.Positive(t, audit.methods[method], "%s was not audited: %v", method, audit.methods)
+		}
+	})
 }

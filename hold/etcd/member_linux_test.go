@@ -5,30 +5,36 @@ package etcd
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/octostore-supervisor/supervisor/events"
 	"github.com/octostore-supervisor/supervisor/hold"
+	"github.com/octostore-supervisor/supervisor/internal/etcdtest"
 	"github.com/octostore-supervisor/supervisor/internal/proctest"
 )
 
-// member is one etcd server this test started (until internal/etcdtest,
-// the shared 3-member harness, is on main).
-type member struct {
-	endpoint string // 127.0.0.1:port
-	cmd      *exec.Cmd
+// cluster is internal/etcdtest's three-member cluster with this package's
+// helpers.
+type cluster struct{ *etcdtest.Cluster }
+
+// eachServer runs body against a fresh cluster of every server build
+// (Debian's etcd and the pinned 3.6).
+func eachServer(t *testing.T, body func(t *testing.T, m *cluster)) {
+	for _, s := range etcdtest.Servers(t) {
+		t.Run(s.Name, func(t *testing.T) {
+			body(t, &cluster{etcdtest.Start(t, etcdtest.Options{Server: s})})
+		})
+	}
 }
+
+func (m *cluster) client(t *testing.T) *clientv3.Client { return m.Client(t) }
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -36,61 +42,6 @@ func freePort(t *testing.T) int {
 	require.NoError(t, err)
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// startMember starts one etcd member on loopback ports of its own, data on
-// /dev/shm, and stops it (TERM, then KILL) and proves it reaped at cleanup.
-func startMember(t *testing.T) *member {
-	t.Helper()
-	bin, err := exec.LookPath("etcd")
-	require.NoError(t, err, "etcd is missing: apt-get install etcd-server etcd-client")
-	dir, err := os.MkdirTemp("/dev/shm", "etcdauth-")
-	require.NoError(t, err)
-	client, peer := freePort(t), freePort(t)
-	cu, pu := fmt.Sprintf("http://127.0.0.1:%d", client), fmt.Sprintf("http://127.0.0.1:%d", peer)
-	log, err := os.Create(filepath.Join(dir, "etcd.log"))
-	require.NoError(t, err)
-	cmd := exec.Command(bin, "--name", "m1", "--data-dir", filepath.Join(dir, "data"),
-		"--listen-client-urls", cu, "--advertise-client-urls", cu,
-		"--listen-peer-urls", pu, "--initial-advertise-peer-urls", pu, "--initial-cluster", "m1="+pu,
-		"--heartbeat-interval", "100", "--election-timeout", "1000", "--logger", "zap", "--log-level", "error")
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	require.NoError(t, cmd.Start())
-	m := &member{endpoint: fmt.Sprintf("127.0.0.1:%d", client), cmd: cmd}
-	t.Cleanup(func() { m.stop(t); log.Close(); os.RemoveAll(dir) })
-	c := m.client(t)
-	proctest.WaitFor(t, 30*time.Second, "etcd member serving", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_, err := c.Put(clientv3.WithRequireLeader(ctx), "/ready", "1")
-		return err == nil
-	})
-	return m
-}
-
-// stop ends the member and proves it is gone: Wait returns only once the
-// process has exited and been reaped.
-func (m *member) stop(t *testing.T) {
-	_ = m.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- m.cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-	}
-	require.ErrorIs(t, syscall.Kill(m.cmd.Process.Pid, 0), syscall.ESRCH, "etcd member still present")
-}
-
-// client is a plain client for the test's own reads and faults.
-func (m *member) client(t *testing.T) *clientv3.Client {
-	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{m.endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	return c
 }
 
 // env allows Debian's 3.4.23 for this test only.
@@ -101,9 +52,9 @@ func oldServerEnv(k string) (string, bool) {
 	return "", false
 }
 
-func (m *member) authority(t *testing.T, prefix string) *Authority {
+func (m *cluster) authority(t *testing.T, prefix string) *Authority {
 	t.Helper()
-	a, err := Open("etcd://"+m.endpoint+prefix, oldServerEnv, false)
+	a, err := Open(m.URL(prefix), oldServerEnv, false)
 	require.NoError(t, err)
 	a.Diag = &proctest.SyncBuffer{}
 	t.Cleanup(func() { a.Close() })
