@@ -109,7 +109,7 @@ func (r *run) renewed(start hold.Instant, wall time.Time, p proof) (int, bool, e
 		return 0, true, err
 	}
 	term, exp := uint64(r.c.term), r.c.expires
-	r.em.Emit(events.Renewed, hold.Fields{Term: &term, ExpiresAt: &exp, Authority: &obs})
+	r.em.Emit(events.Renewed, hold.Fields{Term: &term, FencingKey: r.c.key, ExpiresAt: &exp, Authority: &obs})
 	return 0, false, nil
 }
 

@@ -4,7 +4,6 @@ package etcd
 
 import (
 	"context"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -23,17 +22,15 @@ func TestTermIsCreateRevisionAndSignalReleases(t *testing.T) {
 	eachServer(t, func(t *testing.T, m *cluster) {
 		c := m.client(t)
 		a := m.authority(t, "/t1")
-		var fencingKey proctest.SyncBuffer
-		a.FencingKey = &fencingKey
 		first := startHold(t, a, election("room", "alpha"))
 		lead := first.waitEvent(t, "leader", 20*time.Second)
 		ks := keys(t, c, "/t1/election/room/")
 		require.Len(t, ks, 1)
 		for k, rev := range ks {
 			require.Equal(t, rev, term(lead), "term = create revision of the holder key")
-			require.Equal(t, k+"\n", fencingKey.String(), "the holder key is handed over before the leader line")
+			require.Equal(t, k, lead["fencing_key"], "the leader line names the holder key")
 		}
-		key := strings.TrimSuffix(fencingKey.String(), "\n")
+		key := lead["fencing_key"].(string)
 		fenced := func() bool { // the worker's write, as README shows it
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -49,6 +46,9 @@ func TestTermIsCreateRevisionAndSignalReleases(t *testing.T) {
 		for _, e := range first.events(t) {
 			if e["term"] != nil {
 				require.Equal(t, term(lead), term(e), "term constant while held")
+			}
+			if e["event"] == "renewed" {
+				require.Equal(t, key, e["fencing_key"])
 			}
 		}
 		first.sigs <- syscall.SIGTERM

@@ -42,14 +42,6 @@ type Authority struct {
 	// HoldSpec/WatchSpec writer (status, create); Open sets os.Stderr.
 	Diag io.Writer
 
-	// FencingKey, when set, receives the holder key (one line, one Write)
-	// just before each hold's leader/acquired event, so the supervisor can
-	// give the worker OCTOSTORE_FENCING_KEY next to OCTOSTORE_FENCING_TERM
-	// without a field the event schema does not have. A failed write ends
-	// the hold before authority (exit 70): a worker that cannot fence must
-	// not start.
-	FencingKey io.Writer
-
 	mu      sync.Mutex
 	checked bool // the server version passed checkVersion
 }

@@ -152,19 +152,14 @@ func (r *run) lead() (phase, int, error) {
 	if err != nil {
 		return phaseExit, 0, err
 	}
-	if w := r.a.FencingKey; w != nil {
-		if _, err := w.Write([]byte(r.c.key + "\n")); err != nil {
-			r.diag("cannot hand the fencing key to the supervisor: %v", err)
-			r.em.Emit(events.Error, hold.Fields{Reason: hold.CodeInternalError})
-			return phaseExit, r.endBeforeAuthority(hold.ExitSoftware), nil
-		}
-	}
 	term, exp := uint64(r.c.term), r.c.expires
 	name := events.Leader
 	if r.spec.Kind == hold.KindLock {
 		name = events.Acquired
 	}
-	r.em.Emit(name, hold.Fields{Term: &term, ExpiresAt: &exp, Authority: &obs})
+	// fencing_key: the worker gets it as OCTOSTORE_FENCING_KEY and fences
+	// with Txn(If CreateRevision(key) == term).
+	r.em.Emit(name, hold.Fields{Term: &term, FencingKey: r.c.key, ExpiresAt: &exp, Authority: &obs})
 	code, err := r.held()
 	return phaseExit, code, err
 }
