@@ -73,7 +73,7 @@ func TestEtcdctlElectObservesOurLeader(t *testing.T) {
 // An `etcdctl lock` holder and our lock hold exclude each other, both ways.
 func TestEtcdctlLockAndOurLockExcludeEachOther(t *testing.T) {
 	eachServer(t, func(t *testing.T, m *cluster) {
-		c := m.client(t)
+		c := m.Client(t)
 		a := m.authority(t, "/t10")
 		theirs := startEtcdctl(t, m, "lock", "/t10/lock/jobs")
 		proctest.WaitFor(t, 20*time.Second, "etcdctl to hold the lock", func() bool {

@@ -20,7 +20,7 @@ import (
 // (released) and only then does the next candidate lead.
 func TestTermIsCreateRevisionAndSignalReleases(t *testing.T) {
 	eachServer(t, func(t *testing.T, m *cluster) {
-		c := m.client(t)
+		c := m.Client(t)
 		a := m.authority(t, "/t1")
 		first := startHold(t, a, election("room", "alpha"))
 		lead := first.waitEvent(t, "leader", 20*time.Second)
@@ -67,7 +67,7 @@ func TestTermIsCreateRevisionAndSignalReleases(t *testing.T) {
 // revoked) and the hold never puts a key again.
 func TestOwnKeyDeletedIsLostAtOnceAndNeverReacquired(t *testing.T) {
 	eachServer(t, func(t *testing.T, m *cluster) {
-		c := m.client(t)
+		c := m.Client(t)
 		a := m.authority(t, "/t2")
 		h := startHold(t, a, election("room", "alpha"))
 		h.waitEvent(t, "leader", 20*time.Second)
@@ -99,7 +99,7 @@ func TestOwnKeyDeletedIsLostAtOnceAndNeverReacquired(t *testing.T) {
 // Invariant 6: `etcdctl lease revoke` of the holder's lease is lost at once.
 func TestLeaseRevokedIsLost(t *testing.T) {
 	eachServer(t, func(t *testing.T, m *cluster) {
-		c := m.client(t)
+		c := m.Client(t)
 		a := m.authority(t, "/t3")
 		h := startHold(t, a, lock("jobs"))
 		h.waitEvent(t, "acquired", 20*time.Second)
@@ -140,7 +140,7 @@ func TestFrozenClusterIsUncertain(t *testing.T) {
 // TTL and keeps its key (and so its place and term) until it leads.
 func TestWaitingCandidateKeepsItsLease(t *testing.T) {
 	eachServer(t, func(t *testing.T, m *cluster) {
-		c := m.client(t)
+		c := m.Client(t)
 		a := m.authority(t, "/t5")
 		first := startHold(t, a, election("room", "alpha"))
 		first.waitEvent(t, "leader", 20*time.Second)
@@ -167,7 +167,7 @@ func TestWaitingCandidateKeepsItsLease(t *testing.T) {
 // Invariant 9: lock "a" and lock "a/b" are different names, held at once.
 func TestLockNamesNeverNest(t *testing.T) {
 	eachServer(t, func(t *testing.T, m *cluster) {
-		c := m.client(t)
+		c := m.Client(t)
 		a := m.authority(t, "/t6")
 		// The nested name first: unencoded, its key would sit under "a"'s prefix
 		// with an older create revision, and "a" would wait behind it.
@@ -184,7 +184,7 @@ func TestLockNamesNeverNest(t *testing.T) {
 // key: successors must not wait behind it. Nothing was held under it.
 func TestGivingUpLeavesNoQueuedKey(t *testing.T) {
 	eachServer(t, func(t *testing.T, m *cluster) {
-		c := m.client(t)
+		c := m.Client(t)
 		a := m.authority(t, "/t7")
 		first := startHold(t, a, lock("jobs"))
 		first.waitEvent(t, "acquired", 20*time.Second)

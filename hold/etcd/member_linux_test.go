@@ -5,7 +5,6 @@ package etcd
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"syscall"
 	"testing"
@@ -32,16 +31,6 @@ func eachServer(t *testing.T, body func(t *testing.T, m *cluster)) {
 			body(t, &cluster{etcdtest.Start(t, etcdtest.Options{Server: s})})
 		})
 	}
-}
-
-func (m *cluster) client(t *testing.T) *clientv3.Client { return m.Client(t) }
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // env allows Debian's 3.4.23 for this test only.

@@ -100,26 +100,30 @@ func TestWatchPrintsEveryChange(t *testing.T) {
 
 func TestProbeReportsMembers(t *testing.T) {
 	eachServer(t, func(t *testing.T, m *cluster) {
-		dead := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		a, err := Open("etcd://"+strings.Join(m.Endpoints(), ",")+","+dead+"/t13", oldServerEnv, false)
+		dead := m.Follower(t)
+		m.Member(dead).Kill()
+		a, err := Open(m.URL("/t13"), oldServerEnv, false)
 		require.NoError(t, err)
 		t.Cleanup(func() { a.Close() })
 		info, err := a.Probe(context.Background())
 		require.NoError(t, err)
-		require.Len(t, info.Members, 4)
+		require.Len(t, info.Members, 3)
 		leaders := 0
-		for _, live := range info.Members[:3] {
-			require.True(t, live.Reachable, live.Endpoint)
-			require.Equal(t, m.ServerVersion(t), live.Version)
-			require.Positive(t, live.RoundTrip)
-			if live.IsLeader {
+		for i, mi := range info.Members {
+			if i == dead {
+				require.False(t, mi.Reachable, "killed member %s", mi.Endpoint)
+				require.Error(t, mi.Err)
+				continue
+			}
+			require.True(t, mi.Reachable, mi.Endpoint)
+			require.Equal(t, m.ServerVersion(t), mi.Version)
+			require.Positive(t, mi.RoundTrip)
+			if mi.IsLeader {
 				leaders++
-				require.Equal(t, live.MemberID, info.LeaderID)
+				require.Equal(t, mi.MemberID, info.LeaderID)
 			}
 		}
 		require.Equal(t, 1, leaders)
-		require.False(t, info.Members[3].Reachable)
-		require.Error(t, info.Members[3].Err)
 	})
 }
 
