@@ -59,7 +59,7 @@ func (r *run) renew(gone <-chan struct{}) (int, bool, error) {
 			return 0, true, err
 		}
 		wall := r.spec.Clock.Wall()
-		ans, err := call(r.w, r.c.d, true, r.prove)
+		ans, err := call(r.w, r.c.d, true, r.prove(r.c))
 		switch {
 		case err != nil:
 			return 0, true, err

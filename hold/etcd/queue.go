@@ -40,10 +40,11 @@ func (r *run) enqueue() (phase, int, error) {
 	if err := r.confirmed(start, wall, proof{ttl: time.Duration(g.TTL) * time.Second}); err != nil {
 		return phaseExit, 0, err
 	}
-	value := r.spec.Candidate // elections: the candidate id; locks: empty
+	// The op may outlive an abandoned wait: it reads copies, never r.c.
+	key, lease, value := r.c.key, r.c.lease, r.spec.Candidate // value: the candidate id; locks: empty
 	t, s := preCall(r, func(ctx context.Context) (*clientv3.TxnResponse, error) {
-		return r.a.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(r.c.key), "=", 0)).
-			Then(clientv3.OpPut(r.c.key, value, clientv3.WithLease(r.c.lease)), clientv3.OpGet(r.c.key)).Commit()
+		return r.a.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, value, clientv3.WithLease(lease)), clientv3.OpGet(key)).Commit()
 	})
 	if s == nil && !t.Succeeded {
 		s = &stop{next: phaseEnqueue, code: -1}
@@ -99,7 +100,7 @@ func (r *run) renewQueued() (phase, int, error) {
 		return phaseExit, 0, err
 	}
 	wall := r.spec.Clock.Wall()
-	p, s := preCall(r, r.prove)
+	p, s := preCall(r, r.prove(r.c))
 	if s != nil {
 		return s.next, s.code, s.err
 	}
@@ -173,27 +174,30 @@ type proof struct {
 	why string // why the key is not ours, for the diagnostic
 }
 
-// prove is one renewal: KeepAliveOnce must return TTL > 0 and a Get after
-// it must still find our key (keepalive alone succeeds after `etcdctl del`).
-// A lease not found (the client maps TTL ≤ 0 to it) is an answer, not an
-// error: a proof without our key.
-func (r *run) prove(ctx context.Context) (proof, error) {
-	ka, err := r.a.client.KeepAliveOnce(ctx, r.c.lease)
-	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		return proof{why: "lease " + leaseHex(int64(r.c.lease)) + " not found"}, nil
+// prove is one renewal of c: KeepAliveOnce must return TTL > 0 and a Get
+// after it must still find our key (keepalive alone succeeds after `etcdctl
+// del`). A lease not found (the client maps TTL ≤ 0 to it) is an answer, not
+// an error: a proof without our key. The op reads its copy of c, never r.c,
+// since an abandoned op may still run while the state machine moves on.
+func (r *run) prove(c candidacy) func(context.Context) (proof, error) {
+	return func(ctx context.Context) (proof, error) {
+		ka, err := r.a.client.KeepAliveOnce(ctx, c.lease)
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return proof{why: "lease " + leaseHex(int64(c.lease)) + " not found"}, nil
+		}
+		if err != nil {
+			return proof{}, err
+		}
+		g, err := r.a.client.Get(ctx, c.key)
+		if err != nil {
+			return proof{}, err
+		}
+		p := proof{ttl: time.Duration(ka.TTL) * time.Second, rev: g.Header.Revision, why: "key " + c.key + " deleted"}
+		if len(g.Kvs) == 1 {
+			p.kv, p.why = g.Kvs[0], "key "+c.key+" now belongs to another lease or term"
+		}
+		return p, nil
 	}
-	if err != nil {
-		return proof{}, err
-	}
-	g, err := r.a.client.Get(ctx, r.c.key)
-	if err != nil {
-		return proof{}, err
-	}
-	p := proof{ttl: time.Duration(ka.TTL) * time.Second, rev: g.Header.Revision, why: "key " + r.c.key + " deleted"}
-	if len(g.Kvs) == 1 {
-		p.kv, p.why = g.Kvs[0], "key "+r.c.key+" now belongs to another lease or term"
-	}
-	return p, nil
 }
 
 // owns: the key exists with our term under our lease.
