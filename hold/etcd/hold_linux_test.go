@@ -4,6 +4,7 @@ package etcd
 
 import (
 	"context"
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/octostore-supervisor/supervisor/hold"
+	"github.com/octostore-supervisor/supervisor/internal/etcdtest"
 	"github.com/octostore-supervisor/supervisor/internal/proctest"
 )
 
@@ -211,4 +213,38 @@ func leaseOf(t *testing.T, c *clientv3.Client, key string) clientv3.LeaseID {
 	require.NoError(t, err)
 	require.Len(t, g.Kvs, 1)
 	return clientv3.LeaseID(g.Kvs[0].Lease)
+}
+
+// Invariant 5's short attempts: a member whose connections are blackholed
+// (or reset) costs a retry, not authority; all members cut off → uncertain
+// once D is reached, and the hold ends there.
+func TestCutOffMembersAreRetriedAroundThenUncertain(t *testing.T) {
+	for _, s := range etcdtest.Servers(t) {
+		t.Run(s.Name, func(t *testing.T) {
+			m := &cluster{etcdtest.Start(t, etcdtest.Options{Server: s, Proxy: true})}
+			a := m.authority(t, "/t18")
+			h := startHold(t, a, lock("jobs"))
+			h.waitEvent(t, "acquired", 20*time.Second)
+			renewals := func(n int) {
+				want := h.count(t, "renewed") + n
+				proctest.WaitFor(t, 30*time.Second, fmt.Sprintf("%d renewals", want), func() bool { return h.count(t, "renewed") >= want })
+			}
+			m.Proxy(0).Blackhole()
+			renewals(2)
+			for i := range 3 {
+				m.Proxy(i).Reset()
+			}
+			renewals(1)
+			require.Zero(t, h.count(t, "uncertain"))
+			for i := range 3 {
+				m.Proxy(i).Blackhole()
+			}
+			u := h.waitEvent(t, "uncertain", 20*time.Second)
+			require.Equal(t, hold.ReasonRenewalDeadlineExceeded, u["reason_code"])
+			require.Equal(t, hold.ExitLost, h.exit(t, 5*time.Second))
+			for i := range 3 {
+				m.Proxy(i).Pass()
+			}
+		})
+	}
 }
