@@ -32,7 +32,9 @@
 //     uncertain; a hold never reacquires.
 //  7. The lease is revoked only on SIGTERM/SIGINT after authority (the
 //     supervisor sends it once the worker is proven gone); lost and uncertain
-//     let the lease lapse.
+//     let the lease lapse. (A candidate that gives up before authority —
+//     signal, acquire timeout — revokes its queued lease: nothing was held
+//     under it, and successors must not wait behind it.)
 //  8. Waiting candidates keep their lease alive and re-check their own key
 //     after each change of their predecessor.
 //  9. No name's key prefix contains another name's keys: names are
