@@ -20,7 +20,7 @@ import (
 // bins are built by TestMain, or found built from the same sources
 // (proctest.BuildShared): the supervisor with its test pause hooks compiled
 // in, the scripted hold, the misbehaving worker and the other helpers.
-var bins struct{ dir, sup, hold, esc, octostore, authority, attacker string }
+var bins struct{ dir, sup, hold, esc, octostore, authority, attacker, fenceworker string }
 
 func TestMain(m *testing.M) {
 	// A supervisor may run this test binary as its protected worker
@@ -37,6 +37,7 @@ func TestMain(m *testing.M) {
 		{Name: "fakehold", Pkg: "./testbin/fakehold"},
 		{Name: "escaper", Pkg: "./testbin/escaper"},
 		{Name: "attacker", Pkg: "./testbin/attacker"},
+		{Name: "fenceworker", Pkg: "./testbin/fenceworker"},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -49,6 +50,7 @@ func TestMain(m *testing.M) {
 	bins.octostore = filepath.Join(dir, "octostore")
 	bins.authority = filepath.Join(dir, "authority")
 	bins.attacker = filepath.Join(dir, "attacker")
+	bins.fenceworker = filepath.Join(dir, "fenceworker")
 	// Orphans of anything a test started come back to us instead of PID 1, so a
 	// leak is a live descendant we can see, name and kill.
 	if err := platform.BecomeSubreaper(); err != nil {
