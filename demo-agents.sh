@@ -55,8 +55,11 @@ mkfifo "$DEMO_DIR/$name.fifo" 2>/dev/null
 exec 3<>"$DEMO_DIR/$name.fifo"
 pause() { read -r -t "$1" -u 3; }
 # On TERM it cleans up for a while, as real work does; meanwhile the other
-# agent may already have the room, but must not start its worker yet.
-trap 'echo "             [$name]  worker: got TERM, cleaning up for 0.8 s"; pause 0.8; date +%s%N > "$DEMO_DIR/$name.worker-finished"; exit 0' TERM
+# agent may already have the room, but must not start its worker yet. The
+# finishing time comes from bash itself ($EPOCHREALTIME, microseconds): a date
+# process started now would be one more process in the tree being stopped,
+# and get its TERM.
+trap 'echo "             [$name]  worker: got TERM, cleaning up for 0.8 s"; pause 0.8; echo "${EPOCHREALTIME/./}000" > "$DEMO_DIR/$name.worker-finished"; exit 0' TERM
 i=0
 while :; do
   i=$((i + 1))
