@@ -7,7 +7,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 BIN     := bin
 CROSS   := linux/amd64 linux/arm64 darwin/arm64 darwin/amd64 windows/amd64
 
-.PHONY: all build test cross fuzz bench example demo vet clean test-windows bench-windows windows-bins etcd36
+.PHONY: all build test cross fuzz bench example demo demo-cluster vet clean test-windows bench-windows windows-bins etcd36
 
 all: build
 
@@ -61,10 +61,12 @@ cross:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzStreamNext -fuzztime 30s ./events/
 
-# The Linux teardown table, then the job-teardown table under Wine
+# The Linux teardown table, the etcd authority's table (a local three-member
+# cluster of the pinned 3.6), then the job-teardown table under Wine
 # (bench-windows, also a target of its own).
-bench:
+bench: etcd36
 	$(GO) test -run '^$$' -bench BenchmarkTable -benchtime 1x -timeout 20m ./contain/
+	$(GO) test -run '^$$' -bench BenchmarkEtcdTable -benchtime 1x -timeout 20m ./contain/
 	$(MAKE) bench-windows
 
 # Windows tests run for real under Wine 8 (Debian wine64), in the project's
@@ -103,6 +105,14 @@ bench-windows:
 # before the second agent's worker starts (demo.sh prints the timestamps).
 demo: build
 	./demo.sh
+
+# The same two agents on a three-member etcd cluster of their own on loopback
+# (etcd on PATH, else bin/etcd-3.6 from `make etcd36`): the cluster's leader
+# member is killed (the holds retry a renewal, nothing else happens), then the
+# leading agent's hold; its lease lapses after the TTL, long after its worker's
+# tree was proven gone (demo-cluster.sh prints the timestamps).
+demo-cluster: build
+	./demo-cluster.sh
 
 # A supervised example: a worker that daemonizes a grandchild runs under an
 # election leader; when the hold reports the loss, the whole tree is killed and
