@@ -226,3 +226,43 @@ func EncodeSegment(s string) string {
 	}
 	return string(b)
 }
+
+// caller makes one hold's requests, each bounded end to end by an authority
+// deadline and (when watched) raced against signals through the run's
+// Waiter.
+type caller struct {
+	client *Client
+	w      *Waiter
+}
+
+type callResult struct {
+	resp Response
+	err  error
+}
+
+// call performs req bounded by d. On DeadlineReached or Signalled the request
+// is cancelled and awaited (Await with no abandoned hook): decode writes into
+// the caller's variables, which must not change once call has returned. On
+// Done the *Failure is nil or the API's (or transport's) failure.
+func (c caller) call(d Deadline, watch bool, req Request, decode func([]byte) error) (Response, *Failure, Outcome, error) {
+	o, res, err := Await(c.w, d, watch, nil, func(ctx context.Context) callResult {
+		resp, err := c.client.Call(ctx, req, decode)
+		return callResult{resp, err}
+	})
+	if err != nil || o != Done {
+		return Response{}, nil, o, err
+	}
+	if res.err != nil {
+		return Response{}, failureOf(res.err), Done, nil
+	}
+	return res.resp, nil, Done, nil
+}
+
+// failureOf is err as a *Failure: the API's own, or a transport failure.
+func failureOf(err error) *Failure {
+	var f *Failure
+	if !errors.As(err, &f) {
+		f = transportFailure(err)
+	}
+	return f
+}
