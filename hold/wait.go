@@ -140,7 +140,11 @@ func Await[T any](w *Waiter, d Deadline, watch bool, abandoned func(T), op func(
 		if err != nil || rem == 0 {
 			return stop(DeadlineReached, err)
 		}
-		fired, stopTimer := newTimer(w.Clock, min(rem, AuthorityPoll))
+		// Without a deadline there is no suspend to notice: no polling.
+		fired, stopTimer := (<-chan time.Time)(nil), func() bool { return false }
+		if d != forever {
+			fired, stopTimer = newTimer(w.Clock, min(rem, AuthorityPoll))
+		}
 		select {
 		case res := <-results:
 			stopTimer()
