@@ -10,7 +10,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -393,16 +392,11 @@ type doResult struct {
 func (r *watchRun) connect() (resp *http.Response, end context.CancelFunc, code int, stop bool) {
 	c := r.w.Client
 	ctx, cancel := context.WithTimeout(context.Background(), watchStreamTimeout)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.server.Endpoint(r.path()), nil)
+	req, err := c.newRequest(ctx, Request{Method: http.MethodGet, Path: r.path(), Accept: "text/event-stream", Bearer: r.w.Token})
 	if err != nil {
 		cancel()
 		code, stop = r.backoff("watch connection failed: "+transportFailure(err).Diagnostic(), nil)
 		return nil, nil, code, stop
-	}
-	req.Header.Set("User-Agent", UserAgent)
-	req.Header.Set("Accept", "text/event-stream")
-	if r.w.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+r.w.Token)
 	}
 	res, timedOut, interrupted := watchWait(r, c.requestTimeout, func(ctx context.Context) doResult {
 		return onCancel(ctx, cancel, func() doResult {
@@ -429,49 +423,40 @@ func (r *watchRun) connect() (resp *http.Response, end context.CancelFunc, code 
 		return nil, nil, r.stopped(), true
 	case timedOut:
 		code, stop = r.backoff("watch connection timed out before response headers", nil)
-		return nil, nil, code, stop
 	case res.err != nil:
 		code, stop = r.backoff("watch connection failed: "+transportFailure(res.err).Diagnostic(), nil)
-		return nil, nil, code, stop
+	default:
+		code, stop = r.refused(res.resp, cancel)
 	}
+	return nil, nil, code, stop
+}
 
-	// A refusal: read its error body within the request timeout.
-	f, timedOut, interrupted := watchWait(r, c.requestTimeout, func(ctx context.Context) *Failure {
-		return onCancel(ctx, cancel, func() *Failure { return readFailure(res.resp) })
+// refused reads a non-200 answer's error body within the request timeout
+// and backs off, unless the failure is final.
+func (r *watchRun) refused(resp *http.Response, cancel context.CancelFunc) (code int, stop bool) {
+	f, timedOut, interrupted := watchWait(r, r.w.Client.requestTimeout, func(ctx context.Context) *Failure {
+		return onCancel(ctx, cancel, func() *Failure { return readFailure(resp) })
 	})
 	switch {
 	case interrupted:
-		return nil, nil, r.stopped(), true
+		return r.stopped(), true
 	case timedOut:
 		f = &Failure{Code: CodeTransportError, Details: "watch error response body timed out", Transport: true,
 			Cause: context.DeadlineExceeded}
 	case !f.RetryableBeforeAcquire():
 		r.diag(r.safe(f))
-		return nil, nil, ExitSoftware, true
+		return ExitSoftware, true
 	}
-	code, stop = r.backoff("watch unavailable: "+r.safe(f), f)
-	return nil, nil, code, stop
+	return r.backoff("watch unavailable: "+r.safe(f), f)
 }
 
 // readFailure decodes a non-200 answer like any API error
 // (docs/protocol.md "Response handling"): x-request-id validated, the body
 // bounded at 1 MiB and read in full before deciding.
 func readFailure(resp *http.Response) *Failure {
-	requestID := resp.Header.Get("X-Request-Id")
-	if !validRequestID(requestID) {
-		requestID = ""
-	}
-	tooLarge := &Failure{Status: resp.StatusCode, Code: CodeResponseTooLarge,
-		Details: "server response exceeded " + strconv.Itoa(MaxResponseBytes) + " bytes", RequestID: requestID, Transport: true}
-	if resp.ContentLength > MaxResponseBytes {
-		return tooLarge
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
-	if len(data) > MaxResponseBytes {
-		return tooLarge
-	}
-	if err != nil {
-		return transportFailure(err)
+	data, requestID, f := readBody(resp)
+	if f != nil {
+		return f
 	}
 	return decodeErrorResponse(resp.StatusCode, data, requestID)
 }
@@ -483,83 +468,64 @@ type chunk struct {
 
 // stream reads the open watch response (docs/protocol.md "Watch" step 3) until
 // it ends, and returns the last retry: guidance it carried, or stops with an
-// exit code.
+// exit code. Each chunk is read through Await, so a signal ends the read (by
+// ending the connection) at once; the next chunk is read only once this
+// one's frames are handled, so a slow reconcile slows the stream down
+// instead of buffering it.
 func (r *watchRun) stream(resp *http.Response, cancel context.CancelFunc) (guidance *uint64, code int, stop bool) {
-	chunks := make(chan chunk)
-	quit := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	// The reader runs at most one chunk ahead of the frame handling, so a
-	// slow reconcile slows the stream down instead of buffering it.
-	go func() {
-		defer wg.Done()
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := resp.Body.Read(buf)
-			if n > 0 {
-				select {
-				case chunks <- chunk{data: append([]byte(nil), buf[:n]...)}:
-				case <-quit:
-					return
-				}
-			}
-			if err != nil {
-				select {
-				case chunks <- chunk{err: err}:
-				case <-quit:
-				}
-				return
-			}
-		}
-	}()
 	defer func() {
-		close(quit)
 		cancel()
 		resp.Body.Close()
-		wg.Wait()
 	}()
-
+	buf := make([]byte, 32<<10)
 	var frames SSEFrames
 	for {
 		c, _, interrupted := watchWait(r, 0, func(ctx context.Context) chunk {
-			select {
-			case c := <-chunks:
-				return c
-			case <-ctx.Done():
-				return chunk{}
-			}
+			return onCancel(ctx, cancel, func() chunk {
+				n, err := resp.Body.Read(buf)
+				return chunk{data: append([]byte(nil), buf[:n]...), err: err}
+			})
 		})
 		if interrupted {
 			return nil, r.stopped(), true
 		}
-		if c.err != nil {
-			// EOF, a reset or the 24 h bound: all mean "reconnect".
-			return guidance, 0, false
-		}
 		done, err := frames.Feed(c.data)
-		for _, frame := range done {
-			if g, ok := SSERetryMS(frame); ok {
-				guidance = &g
-			}
-			if !SSEHasData(frame) {
-				continue
-			}
-			snap, f, signalled := r.status()
-			if signalled {
-				return nil, r.stopped(), true
-			}
-			if f != nil {
-				// Even a non-retryable failure only logs here: the stream
-				// is still open and the next change may reconcile.
-				r.diag("watch reconcile failed: " + r.safe(f))
-				continue
-			}
-			r.print(snap)
-			r.attempt = 0
+		if code, stop := r.frames(done, &guidance); stop {
+			return nil, code, true
 		}
 		if err != nil {
 			r.diag(err.Error())
 			return nil, ExitSoftware, true
 		}
+		if c.err != nil {
+			// EOF, a reset or the 24 h bound: all mean "reconnect".
+			return guidance, 0, false
+		}
 	}
+}
+
+// frames handles complete frames: retry: guidance is remembered, and every
+// data frame triggers a status read whose snapshot is printed.
+func (r *watchRun) frames(frames [][]byte, guidance **uint64) (code int, stop bool) {
+	for _, frame := range frames {
+		if g, ok := SSERetryMS(frame); ok {
+			*guidance = &g
+		}
+		if !SSEHasData(frame) {
+			continue
+		}
+		snap, f, signalled := r.status()
+		if signalled {
+			return r.stopped(), true
+		}
+		if f != nil {
+			// Even a non-retryable failure only logs here: the stream
+			// is still open and the next change may reconcile.
+			r.diag("watch reconcile failed: " + r.safe(f))
+			continue
+		}
+		r.print(snap)
+		r.attempt = 0
+	}
+	return 0, false
 }
