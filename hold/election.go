@@ -357,13 +357,11 @@ func (t *electionTerm) renew() (code int, done bool, err error) {
 		req := Request{Method: http.MethodPost, Path: r.path(pathRenew),
 			Body: renewBody(t.token, r.ttlSeconds()), Accepted: []int{http.StatusOK}}
 		_, f, o, err := r.api.call(t.safety, true, req, func(b []byte) (err error) { rr, err = DecodeCampaignResponse(b); return err })
-		switch {
-		case err != nil:
-			return 0, true, err
-		case o == Signalled:
-			code, err := t.shutdown()
+		if code, done, err := settled(o, err, t.shutdown, t.uncertainErr); done {
 			return code, true, err
-		case o == DeadlineReached || t.safety.Reached(clock):
+		}
+		switch {
+		case t.safety.Reached(clock):
 			return t.uncertain(), true, nil
 		case f == nil:
 			return t.renewed(start, rr)
@@ -419,6 +417,8 @@ func (t *electionTerm) uncertain() int {
 	t.r.em.Emit(events.Uncertain, Fields{Term: &t.term, ExpiresAt: &exp, Reason: ReasonRenewalDeadlineExceeded})
 	return ExitLost
 }
+
+func (t *electionTerm) uncertainErr() (int, error) { return t.uncertain(), nil }
 
 func (t *electionTerm) lost(reason string) int {
 	exp := t.expires

@@ -335,12 +335,10 @@ func (r *lockRun) signalledOr(err error) (int, error) {
 // failure waits (bounded by the session deadline) before the loop goes on.
 func (r *lockRun) keepaliveBeforeAcquire(attempt *uint32) (int, bool, error) {
 	f, o, err := r.sess.keepalive(r.sess.confirmed)
-	switch {
-	case err != nil:
-		return 0, true, err
-	case o == Signalled:
-		code, err := r.signalled()
+	if code, done, err := settled(o, err, r.signalled, nil); done {
 		return code, true, err
+	}
+	switch {
 	case o == DeadlineReached:
 		return 0, false, nil // the loop reports the deadline
 	case f == nil:
@@ -571,13 +569,11 @@ func (r *lockRun) renewHeld() (due bool, code int, done bool, err error) {
 // authority is reached (the request was bounded by it), which the next check
 // reports.
 func (r *lockRun) heldStep(f *Failure, o Outcome, err error) (due bool, code int, done bool, _ error) {
-	switch {
-	case err != nil:
-		return true, 0, true, err
-	case o == Signalled:
-		code, err = r.shutdown()
+	if code, done, err := settled(o, err, r.shutdown, r.uncertainHeld); done {
 		return true, code, true, err
-	case o == DeadlineReached || r.authority().Reached(r.h.Clock):
+	}
+	switch {
+	case r.authority().Reached(r.h.Clock):
 		code, err = r.uncertainHeld()
 		return true, code, true, err
 	case f == nil:

@@ -174,6 +174,24 @@ func (w *Waiter) doneChan() <-chan struct{} {
 	return w.Ctx.Done()
 }
 
+// settled ends the hold when a bounded step did not finish: a clock error
+// ends it with that error, a signal with onSignal (the phase's shutdown), a
+// reached deadline with onDeadline — or, when onDeadline is nil, not at all:
+// the caller goes on and its next deadline check reports it.
+func settled(o Outcome, err error, onSignal, onDeadline func() (int, error)) (code int, done bool, _ error) {
+	switch {
+	case err != nil:
+		return 0, true, err
+	case o == Signalled:
+		code, err := onSignal()
+		return code, true, err
+	case o == DeadlineReached && onDeadline != nil:
+		code, err := onDeadline()
+		return code, true, err
+	}
+	return 0, false, nil
+}
+
 // outcome and its values are the host-local hold's own wait results
 // (local_hold.go), kept until it waits through Await like every other hold.
 type outcome int
