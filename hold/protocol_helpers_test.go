@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/octostore-supervisor/supervisor/events"
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
 )
 
 // Test support for the protocol, golden and signal tests: a clock that only
@@ -269,17 +271,12 @@ func (f *fake) records(route string) []record {
 // waitRequests waits (generously) until route has been requested n times.
 func (f *fake) waitRequests(route string, n int) {
 	f.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for f.requests(route) < n {
-		if time.Now().After(deadline) {
-			f.t.Fatalf("timed out waiting for %d %s requests (have %d)", n, route, f.requests(route))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	proctest.WaitFor(f.t, 10*time.Second, fmt.Sprintf("%d %s requests", n, route), func() bool { return f.requests(route) >= n })
 }
 
 // steady asserts route's request count stays at want for a while: with a
 // frozen clock nothing may be requested that the clock did not make due.
+// Time must really pass here: it proves that nothing happens.
 func (f *fake) steady(route string, want int, d time.Duration) {
 	f.t.Helper()
 	time.Sleep(d)
