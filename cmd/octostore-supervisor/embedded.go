@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/octostore-supervisor/supervisor/hold"
+	"github.com/octostore-supervisor/supervisor/hold/local"
 )
 
 // HoldArg is the hidden argv[1] that makes this binary run the octostore hold
@@ -36,10 +37,10 @@ func embeddedFlags() []cli.Flag {
 // that every user sharing a file:/// directory shares it too.
 func embeddedHold(c *cli.Context, kind, name, candidate string, env []string) (argv []string, authority string, interlock *os.File, err error) {
 	argv, server, err := embeddedArgv(c, kind, name, candidate, env)
-	if err != nil || !hold.IsLocalServer(server) {
+	if err != nil || !local.IsServer(server) {
 		return argv, server, nil, err
 	}
-	store, err := hold.OpenLocalStore(server, lookupIn(env))
+	store, err := local.Open(server, lookupIn(env))
 	if err != nil {
 		return nil, "", nil, usageError{err.Error()}
 	}
@@ -60,9 +61,9 @@ func embeddedHold(c *cli.Context, kind, name, candidate string, env []string) (a
 // earlier one may live: the name's survivor record (Config.Survivors) and,
 // unless the local authority already gave one, its interlock. authority is an
 // identity: the local directory's file URL, a normalised server URL, or
-// hold.ExplicitHoldAuthority.
-func hostGuard(authority string, kind hold.Kind, name string, needInterlock bool, env []string) (*hold.SurvivorRecord, *os.File, error) {
-	store, err := hold.OpenLocalStore(hold.LocalServer, lookupIn(env))
+// local.ExplicitHoldAuthority.
+func hostGuard(authority string, kind hold.Kind, name string, needInterlock bool, env []string) (*local.SurvivorRecord, *os.File, error) {
+	store, err := local.OpenPrivate(lookupIn(env))
 	if err != nil {
 		return nil, nil, usageError{"the survivor record and interlock need the private state directory: " + err.Error()}
 	}
@@ -133,7 +134,7 @@ func embeddedArgv(c *cli.Context, kind, name, candidate string, env []string) ([
 	if !hold.ServerDefaulted(flag != nil, envURL) {
 		argv = append(argv, "--server", server)
 	}
-	if !hold.IsLocalServer(server) {
+	if !local.IsServer(server) {
 		// The normalised URL is the authority's identity (hostGuard).
 		if server, err = checkServer(server, c.Bool("allow-insecure-http")); err != nil {
 			return nil, "", err

@@ -17,6 +17,7 @@ import (
 	"github.com/octostore-supervisor/supervisor/contain"
 	"github.com/octostore-supervisor/supervisor/events"
 	"github.com/octostore-supervisor/supervisor/hold"
+	"github.com/octostore-supervisor/supervisor/hold/local"
 )
 
 const maxGrace = time.Hour
@@ -193,7 +194,7 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 		return cfg, err
 	}
 	cfg.Worker = worker
-	authority := hold.ExplicitHoldAuthority
+	authority := local.ExplicitHoldAuthority
 	if embedded {
 		if cfg.Hold, authority, cfg.Interlock, err = embeddedHold(c, kind, cfg.Name, args[1], env); err != nil {
 			return cfg, err

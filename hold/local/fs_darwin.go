@@ -1,6 +1,8 @@
-package hold
+package local
 
 import (
+	"github.com/octostore-supervisor/supervisor/hold"
+
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -20,7 +22,7 @@ func checkReliableLocks(d *os.File, dir string) error {
 		return err
 	}
 	if serr != nil {
-		return stateDirErrorCause(serr, "could not inspect the file system of %s: %s", dir, osErrorText(serr))
+		return stateDirErrorCause(serr, "could not inspect the file system of %s: %s", dir, hold.OSErrorText(serr))
 	}
 	if sfs.Flags&unix.MNT_LOCAL == 0 {
 		return stateDirError("local state directory %s is on a network file system (%s) where file locks are not reliable; refusing it",

@@ -1,6 +1,8 @@
-package hold
+package local
 
 import (
+	"github.com/octostore-supervisor/supervisor/hold"
+
 	"bufio"
 	"fmt"
 	"os"
@@ -57,14 +59,14 @@ func checkReliableLocks(d *os.File, dir string) error {
 		return err
 	}
 	if serr != nil {
-		return stateDirErrorCause(serr, "could not inspect the file system of %s: %s", dir, osErrorText(serr))
+		return stateDirErrorCause(serr, "could not inspect the file system of %s: %s", dir, hold.OSErrorText(serr))
 	}
 	magic := uint32(sfs.Type)
 	name := networkFSName(magic)
 	if name == "" && magic == fuseSuperMagic {
 		fi, err := d.Stat()
 		if err != nil {
-			return stateDirErrorCause(err, "could not inspect local state directory %s: %s", dir, osErrorText(err))
+			return stateDirErrorCause(err, "could not inspect local state directory %s: %s", dir, hold.OSErrorText(err))
 		}
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 			if sub := fuseSubtype(uint64(st.Dev)); sub == "fuse.sshfs" {
