@@ -196,12 +196,13 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 	cfg.Worker = worker
 	authority := local.ExplicitHoldAuthority
 	if embedded {
-		if cfg.Hold, authority, cfg.Interlock, err = embeddedHold(c, kind, cfg.Name, args[1], env); err != nil {
+		e, err := embeddedHold(c, kind, cfg.Name, args[1], env)
+		if err != nil {
 			return cfg, err
 		}
-		if c.IsSet("acquire-timeout") {
-			// Checked by embeddedHold already.
-			cfg.AcquireTimeout, _ = hold.ParseDuration(c.String("acquire-timeout"))
+		cfg.Hold, authority, cfg.Interlock = e.argv, e.authority, e.interlock
+		if e.acquireTimeout != nil {
+			cfg.AcquireTimeout = *e.acquireTimeout
 		}
 		cfg.EmbeddedHold = true
 	} else {

@@ -1,8 +1,6 @@
 package local
 
 import (
-	"github.com/octostore-supervisor/supervisor/hold"
-
 	"bufio"
 	"fmt"
 	"os"
@@ -10,6 +8,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/octostore-supervisor/supervisor/hold"
 )
 
 // Magic numbers of statfs(2) f_type for file systems whose locks may not be
@@ -49,17 +49,9 @@ func networkFSName(magic uint32) string {
 // there flock is emulated, lost on server restarts, or not shared between the
 // hosts that mount it, so two hosts could both lead.
 func checkReliableLocks(d *os.File, dir string) error {
-	raw, err := d.SyscallConn()
+	sfs, err := fstatfs(d, dir)
 	if err != nil {
 		return err
-	}
-	var sfs unix.Statfs_t
-	var serr error
-	if err := raw.Control(func(fd uintptr) { serr = unix.Fstatfs(int(fd), &sfs) }); err != nil {
-		return err
-	}
-	if serr != nil {
-		return stateDirErrorCause(serr, "could not inspect the file system of %s: %s", dir, hold.OSErrorText(serr))
 	}
 	magic := uint32(sfs.Type)
 	name := networkFSName(magic)

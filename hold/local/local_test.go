@@ -3,7 +3,6 @@ package local
 import (
 	"encoding/json"
 	"errors"
-	"github.com/octostore-supervisor/supervisor/hold"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/octostore-supervisor/supervisor/hold"
 )
 
 func localEnv(m map[string]string) hold.LookupEnv {

@@ -1,7 +1,6 @@
 package local
 
 import (
-	"github.com/octostore-supervisor/supervisor/hold"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"golang.org/x/sys/windows"
 
 	"github.com/octostore-supervisor/supervisor/events"
+	"github.com/octostore-supervisor/supervisor/hold"
 )
 
 // The Windows side of the local authority's tests (run under Wine by `make

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/octostore-supervisor/supervisor/hold"
 	"io"
 	"io/fs"
 	"math"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/octostore-supervisor/supervisor/events"
+	"github.com/octostore-supervisor/supervisor/hold"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/octostore-supervisor/supervisor/hold"
 	"io"
 	"io/fs"
 	"math"
@@ -20,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/octostore-supervisor/supervisor/hold"
 	"github.com/octostore-supervisor/supervisor/internal/procid"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
@@ -196,7 +196,7 @@ func openDir(dir, server string, shared bool) (*Store, error) {
 		return nil, stateDirErrorCause(err, "could not open local state directory %s: %s", dir, hold.OSErrorText(err))
 	}
 	st.root = root
-	fail := func(err error) (*Store, error) {
+	if err := st.check(lfi); err != nil {
 		_ = st.Close()
 		var ue *hold.UsageError
 		if !errors.As(err, &ue) {
@@ -204,40 +204,44 @@ func openDir(dir, server string, shared bool) (*Store, error) {
 		}
 		return nil, err
 	}
-	self, err := root.Open(".")
+	return st, nil
+}
+
+// check judges the opened directory, which must be the one lfi describes,
+// and prepares its subdirectories.
+func (st *Store) check(lfi fs.FileInfo) error {
+	dir := st.dir
+	self, err := st.root.Open(".")
 	if err != nil {
-		return fail(stateDirErrorCause(err, "could not open local state directory %s: %s", dir, hold.OSErrorText(err)))
+		return stateDirErrorCause(err, "could not open local state directory %s: %s", dir, hold.OSErrorText(err))
 	}
 	st.self = self
 	fi, err := self.Stat()
 	if err != nil {
-		return fail(stateDirErrorCause(err, "could not inspect local state directory %s: %s", dir, hold.OSErrorText(err)))
+		return stateDirErrorCause(err, "could not inspect local state directory %s: %s", dir, hold.OSErrorText(err))
 	}
 	// The checks below must judge the directory we will use, not whatever
 	// the path named a moment ago.
 	if !os.SameFile(fi, lfi) {
-		return fail(stateDirError("local state directory %s changed while it was being opened", dir))
+		return stateDirError("local state directory %s changed while it was being opened", dir)
 	}
-	if err := checkStateDirOwnership(self, dir, shared); err != nil {
-		return fail(err)
+	if err := checkStateDirOwnership(self, dir, st.shared); err != nil {
+		return err
 	}
 	if err := checkReliableLocks(self, dir); err != nil {
-		return fail(err)
+		return err
 	}
-	st.entries = entryRulesFor(fi, shared)
+	st.entries = entryRulesFor(fi, st.shared)
 	st.fileMode, st.dirMode = 0o600, 0o700
 	if st.entries.groupShared() {
 		st.fileMode, st.dirMode = 0o660, 0o770
 	}
 	for _, sub := range []string{electionsDir, locksDir} {
 		if err := st.ensureSubdir(sub); err != nil {
-			return fail(err)
+			return err
 		}
 	}
-	if err := st.checkExisting(termFile); err != nil {
-		return fail(err)
-	}
-	return st, nil
+	return st.checkExisting(termFile)
 }
 
 const (

@@ -4,7 +4,6 @@ package local
 
 import (
 	"errors"
-	"github.com/octostore-supervisor/supervisor/hold"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/octostore-supervisor/supervisor/hold"
 )
 
 // defaultLocalDir is $XDG_RUNTIME_DIR/octostore (a per-user tmpfs the login

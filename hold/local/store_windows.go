@@ -2,7 +2,6 @@ package local
 
 import (
 	"errors"
-	"github.com/octostore-supervisor/supervisor/hold"
 	"io/fs"
 	"os"
 	"path"
@@ -12,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/windows"
+
+	"github.com/octostore-supervisor/supervisor/hold"
 )
 
 // defaultLocalDir is %LOCALAPPDATA%\octostore, which inherits the per-user

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/octostore-supervisor/supervisor/hold"
 	"io"
 	"io/fs"
 	"net/url"
@@ -14,6 +13,7 @@ import (
 	"path"
 	"slices"
 
+	"github.com/octostore-supervisor/supervisor/hold"
 	"github.com/octostore-supervisor/supervisor/internal/procid"
 )
 
