@@ -223,7 +223,7 @@ func (st Status) humanLine(server string) string {
 // otherwise one human line per snapshot:
 // "<kind> <name> · <status> · authority <server>".
 func (s *Store) Watch(ctx context.Context, spec hold.WatchSpec, signals <-chan os.Signal) int {
-	w := &watch{store: s, spec: spec, poll: s.poll, last: "",
+	w := &watch{store: s, spec: spec, poll: s.poll,
 		wait: &hold.Waiter{Clock: hold.SystemClock{}, Signals: signals, Ctx: ctx}}
 	if w.spec.Out == nil {
 		w.spec.Out = io.Discard
