@@ -158,7 +158,7 @@ func (r *run) take(ctx context.Context) taken {
 	if err != nil || st != acquireOK {
 		return taken{err: err}
 	}
-	t, err := r.store.bumpTerm(ctx.Done(), f, r.paths.lock)
+	t, err := r.store.bumpTerm(ctx, f, r.paths.lock)
 	if err != nil {
 		f.Close()
 		return taken{err: err}

@@ -470,13 +470,13 @@ const termWidth = 20
 
 // bumpTerm increments the fencing counter under its own exclusive lock and
 // fsyncs it, so terms strictly increase across holders, elections and locks
-// alike, and restarts. The lock is polled (not waited for) so stop can end
+// alike, and restarts. The lock is polled (not waited for) so ctx can end
 // the attempt. A counter that is not exactly what we write is corrupt: we
 // fail rather than restart from zero. issued is the name's lock file, where
 // every holder copies its term: the counter must not be below it nor below
 // any holder record's term (ErrTermRewound), since every term recorded was
 // taken from the counter first.
-func (s *Store) bumpTerm(stop <-chan struct{}, issued *os.File, issuedRel string) (uint64, error) {
+func (s *Store) bumpTerm(ctx context.Context, issued *os.File, issuedRel string) (uint64, error) {
 	f, err := s.createOrOpen(termFile, os.O_RDWR)
 	if err != nil {
 		return 0, fmt.Errorf("open term counter %s: %w", s.join(termFile), err)
@@ -491,7 +491,7 @@ func (s *Store) bumpTerm(stop <-chan struct{}, issued *os.File, issuedRel string
 			break
 		}
 		select {
-		case <-stop:
+		case <-ctx.Done():
 			return 0, errors.New("gave up waiting for the term counter lock")
 		case <-time.After(5 * time.Millisecond):
 		}
