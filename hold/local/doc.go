@@ -20,7 +20,7 @@
 //     could have planted are refused as a *hold.UsageError (exit 64).
 //   - Fencing terms come from one counter for every election and lock of the
 //     directory, fsynced before use, and strictly increase across holders and
-//     restarts; a counter below a term already issued (ErrTermRewound) or a
+//     restarts; a counter below a term already issued or a
 //     corrupt one stops acquisition rather than repeat a term.
 //   - A hold prints the same JSONL events, with the same budget arithmetic
 //     and exit codes, as the HTTP holds (election budget 0.8 × TTL; lock

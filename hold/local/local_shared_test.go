@@ -766,7 +766,7 @@ func (c *localChild) exited(t *testing.T) *os.ProcessState {
 // Issue 10 item 6: a worker running as the holder's user rewinds the fencing
 // counter. Every holder copies its term into the name's lock file and every
 // live or dead holder's record keeps its term, so a counter below either is
-// refused with ErrTermRewound instead of repeating a term.
+// refused with errTermRewound instead of repeating a term.
 func TestLocalRewoundTermRefused(t *testing.T) {
 	s, _ := newLocalStore(t)
 	termFile := filepath.Join(s.Dir(), "term")

@@ -83,13 +83,13 @@ func TestLocalNameEscaping(t *testing.T) {
 func TestLocalNameTraversalRefused(t *testing.T) {
 	for _, name := range []string{"..", ".", "../etc", "a/../../b", "a/./b", "/etc/passwd", `..\windows`, `a\..\b`, `\x`, "a/.."} {
 		_, err := escapeName(name)
-		requireLocalUsage(t, err, ErrName, "would escape the local state directory")
-		requireLocalUsage(t, ValidateName(name), ErrName, "escape")
+		requireLocalUsage(t, err, errName, "would escape the local state directory")
+		requireLocalUsage(t, ValidateName(name), errName, "escape")
 	}
-	requireLocalUsage(t, ValidateName(""), ErrName, "must not be empty")
-	requireLocalUsage(t, ValidateName("a\x00b"), ErrName, "NUL")
-	requireLocalUsage(t, ValidateName(strings.Repeat("a", 245)), ErrName, "too long")
-	requireLocalUsage(t, ValidateName(strings.Repeat("A", 82)), ErrName, "246 bytes once escaped")
+	requireLocalUsage(t, ValidateName(""), errName, "must not be empty")
+	requireLocalUsage(t, ValidateName("a\x00b"), errName, "NUL")
+	requireLocalUsage(t, ValidateName(strings.Repeat("a", 245)), errName, "too long")
+	requireLocalUsage(t, ValidateName(strings.Repeat("A", 82)), errName, "246 bytes once escaped")
 }
 
 func TestLocalServerSelection(t *testing.T) {
@@ -109,7 +109,7 @@ func TestLocalFileURLRules(t *testing.T) {
 	requireLocalUsage(t, openBad(t, "file://"+fileURLPath(dir)+"?x=1"), hold.ErrServerQuery, "query or fragment")
 	requireLocalUsage(t, openBad(t, "file://"+fileURLPath(dir)+"#"), hold.ErrServerQuery, "query or fragment")
 	requireLocalUsage(t, openBad(t, "file://"+fileURLPath(dir)+"%00x"), hold.ErrInvalidServerURL, "absolute local directory")
-	requireLocalUsage(t, openBad(t, "file://"+fileURLPath(filepath.Join(dir, "missing"))), ErrStateDir, "does not exist")
+	requireLocalUsage(t, openBad(t, "file://"+fileURLPath(filepath.Join(dir, "missing"))), errStateDir, "does not exist")
 
 	// Normalised: dot segments and trailing slashes go, localhost is dropped,
 	// percent-escapes are decoded and re-encoded canonically.

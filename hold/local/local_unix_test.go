@@ -47,17 +47,17 @@ func TestLocalUnsafeStateDirRefused(t *testing.T) {
 
 	link := filepath.Join(base, "link")
 	require.NoError(t, os.Symlink(good, link))
-	requireLocalUsage(t, openBad(t, fileURL(link)), ErrStateDir, "is a symbolic link")
+	requireLocalUsage(t, openBad(t, fileURL(link)), errStateDir, "is a symbolic link")
 
 	xdg := mk("xdg", 0o700)
 	require.NoError(t, os.Symlink(good, filepath.Join(xdg, "octostore")))
 	_, err := OpenPrivate(localEnv(map[string]string{"XDG_RUNTIME_DIR": xdg}))
-	requireLocalUsage(t, err, ErrStateDir, "is a symbolic link")
+	requireLocalUsage(t, err, errStateDir, "is a symbolic link")
 
-	requireLocalUsage(t, openBad(t, fileURL(mk("world", 0o777))), ErrStateDir, "world-writable without the sticky bit")
+	requireLocalUsage(t, openBad(t, fileURL(mk("world", 0o777))), errStateDir, "world-writable without the sticky bit")
 	notDir := filepath.Join(base, "file")
 	require.NoError(t, os.WriteFile(notDir, nil, 0o600))
-	requireLocalUsage(t, openBad(t, fileURL(notDir)), ErrStateDir, "is not a directory")
+	requireLocalUsage(t, openBad(t, fileURL(notDir)), errStateDir, "is not a directory")
 
 	// A shared directory may be group-writable, sticky world-writable, or
 	// belong to someone else.
@@ -71,7 +71,7 @@ func TestLocalUnsafeStateDirRefused(t *testing.T) {
 		require.NoError(t, os.Mkdir(filepath.Join(x, "octostore"), 0o700))
 		require.NoError(t, os.Chmod(filepath.Join(x, "octostore"), mode))
 		_, err := OpenPrivate(localEnv(map[string]string{"XDG_RUNTIME_DIR": x}))
-		requireLocalUsage(t, err, ErrStateDir, "is writable by other users")
+		requireLocalUsage(t, err, errStateDir, "is writable by other users")
 	}
 
 	if os.Geteuid() != 0 {
@@ -82,7 +82,7 @@ func TestLocalUnsafeStateDirRefused(t *testing.T) {
 	require.NoError(t, os.Mkdir(filepath.Join(other, "octostore"), 0o700))
 	require.NoError(t, os.Chown(filepath.Join(other, "octostore"), nobody, nobody))
 	_, err = OpenPrivate(localEnv(map[string]string{"XDG_RUNTIME_DIR": other}))
-	requireLocalUsage(t, err, ErrStateDir, "is owned by another user (uid 65534)")
+	requireLocalUsage(t, err, errStateDir, "is owned by another user (uid 65534)")
 	// Without XDG_RUNTIME_DIR the default lives in TMPDIR, where another user
 	// could have planted it first.
 	tmp := mk("tmp", 0o777|os.ModeSticky)
@@ -90,7 +90,7 @@ func TestLocalUnsafeStateDirRefused(t *testing.T) {
 	require.NoError(t, os.Mkdir(planted, 0o700))
 	require.NoError(t, os.Chown(planted, nobody, nobody))
 	_, err = OpenPrivate(localEnv(map[string]string{"TMPDIR": tmp}))
-	requireLocalUsage(t, err, ErrStateDir, "is owned by another user")
+	requireLocalUsage(t, err, errStateDir, "is owned by another user")
 	// With file:// sharing another owner is fine.
 	shared := mk("shared-other", 0o770)
 	require.NoError(t, os.Chown(shared, nobody, nobody))
@@ -298,7 +298,7 @@ func TestLocalPlantedEntriesRefused(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			requireLocalUsage(t, err, ErrStateDir, c.want)
+			requireLocalUsage(t, err, errStateDir, c.want)
 			require.Contains(t, err.Error(), p)
 		})
 	}

@@ -73,7 +73,7 @@ func TestLocalDefaultDirectoryNeedsAbsoluteLocalAppData(t *testing.T) {
 		"rooted without drive": {"LOCALAPPDATA": `\users\x\AppData\Local`},
 	} {
 		_, err := OpenPrivate(localEnv(env))
-		requireLocalUsage(t, err, ErrStateDir, "LOCALAPPDATA is not set to an absolute path")
+		requireLocalUsage(t, err, errStateDir, "LOCALAPPDATA is not set to an absolute path")
 		require.Contains(t, err.Error(), "file:///C:/", name)
 	}
 	entries, err := os.ReadDir(cwd)

@@ -49,14 +49,14 @@ const reasonFailure = hold.CodeInternalError
 
 // Usage-error classes of the local authority (exit 64).
 var (
-	ErrStateDir = errors.New("unusable local state directory")
-	ErrName     = errors.New("invalid local authority name")
+	errStateDir = errors.New("unusable local state directory")
+	errName     = errors.New("invalid local authority name")
 )
 
-// ErrTermRewound means the fencing counter reads less than a term the store
+// errTermRewound means the fencing counter reads less than a term the store
 // already recorded as issued: someone rewound it (or restored an old copy).
 // Handing out the next value would repeat a term, so acquisition fails.
-var ErrTermRewound = errors.New("the fencing counter was rewound")
+var errTermRewound = errors.New("the fencing counter was rewound")
 
 // errLost marks a proof that the lock is no longer ours.
 var errLost = errors.New("local lock is no longer held")
@@ -168,7 +168,7 @@ func stateDirError(format string, args ...any) error {
 }
 
 func stateDirErrorCause(cause error, format string, args ...any) error {
-	return &hold.UsageError{Msg: hold.TerminalSafe(fmt.Sprintf(format, args...)), Class: ErrStateDir, Cause: cause}
+	return &hold.UsageError{Msg: hold.TerminalSafe(fmt.Sprintf(format, args...)), Class: errStateDir, Cause: cause}
 }
 
 func openDir(dir, server string, shared bool) (*Store, error) {
@@ -345,17 +345,17 @@ func ValidateName(name string) error {
 // name back, so the mapping is injective.
 func escapeName(name string) (string, error) {
 	if name == "" {
-		return "", usageError(ErrName, "name must not be empty")
+		return "", usageError(errName, "name must not be empty")
 	}
 	if strings.ContainsRune(name, 0) {
-		return "", usageError(ErrName, "name must not contain NUL")
+		return "", usageError(errName, "name must not contain NUL")
 	}
 	if strings.HasPrefix(name, "/") || strings.HasPrefix(name, `\`) {
-		return "", usageError(ErrName, fmt.Sprintf("name %q would escape the local state directory", name))
+		return "", usageError(errName, fmt.Sprintf("name %q would escape the local state directory", name))
 	}
 	for _, seg := range strings.FieldsFunc(name, func(r rune) bool { return r == '/' || r == '\\' }) {
 		if seg == "." || seg == ".." {
-			return "", usageError(ErrName, fmt.Sprintf("name %q would escape the local state directory", name))
+			return "", usageError(errName, fmt.Sprintf("name %q would escape the local state directory", name))
 		}
 	}
 	var b strings.Builder
@@ -373,7 +373,7 @@ func escapeName(name string) (string, error) {
 		s = fmt.Sprintf("%%%02X", s[0]) + s[1:]
 	}
 	if len(s) > maxEscapedName {
-		return "", usageError(ErrName, fmt.Sprintf("name is too long for the local authority (%d bytes once escaped; at most %d)", len(s), maxEscapedName))
+		return "", usageError(errName, fmt.Sprintf("name is too long for the local authority (%d bytes once escaped; at most %d)", len(s), maxEscapedName))
 	}
 	return s, nil
 }
@@ -474,7 +474,7 @@ const termWidth = 20
 // the attempt. A counter that is not exactly what we write is corrupt: we
 // fail rather than restart from zero. issued is the name's lock file, where
 // every holder copies its term: the counter must not be below it nor below
-// any holder record's term (ErrTermRewound), since every term recorded was
+// any holder record's term (errTermRewound), since every term recorded was
 // taken from the counter first.
 func (s *Store) bumpTerm(ctx context.Context, issued *os.File, issuedRel string) (uint64, error) {
 	f, err := s.createOrOpen(termFile, os.O_RDWR)
@@ -548,7 +548,7 @@ func (s *Store) checkNotRewound(cur uint64, issued *os.File, issuedRel string) e
 	}
 	if hi > cur {
 		return fmt.Errorf("%w: term counter %s reads %d, but term %d was already issued (recorded in %s); refusing to hand out a stale fencing term",
-			ErrTermRewound, s.join(termFile), cur, hi, where)
+			errTermRewound, s.join(termFile), cur, hi, where)
 	}
 	return nil
 }

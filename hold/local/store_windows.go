@@ -23,7 +23,7 @@ func defaultLocalDir(env hold.LookupEnv) (string, error) {
 		v, _ = env("LOCALAPPDATA")
 	}
 	if !filepath.IsAbs(v) {
-		return "", usageError(ErrStateDir, "LOCALAPPDATA is not set to an absolute path; use --server file:///C:/path/to/dir")
+		return "", usageError(errStateDir, "LOCALAPPDATA is not set to an absolute path; use --server file:///C:/path/to/dir")
 	}
 	return filepath.Join(v, "octostore"), nil
 }
