@@ -34,7 +34,7 @@ func TestDemoClusterScript(t *testing.T) {
 	text := runDemo(t, "../demo-cluster.sh", 3*time.Minute, "OCTOSTORE_DEMO_ETCD="+etcdServer(t).Path)
 	for _, want := range []string{
 		"m0 m1 m2", `"event":"leader"`, `"event":"waiting"`, "waits (its worker has not started: right)",
-		"the cluster's leader", "failed, retrying", "renewed through the new etcd leader", "renewals only",
+		"the cluster's leader", "failed, retrying", "renewed through the new etcd leader", "no terminal line from either agent",
 		"its 20 s TTL runs out", "containment came first", "found (in /proc) agent-", "exited 143",
 		"done: nothing the demo started is left",
 	} {
