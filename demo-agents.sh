@@ -75,9 +75,10 @@ for a in agent-a agent-b; do
 done
 export DEMO_DIR=$work
 
-# create_room: a new election on $server, its id on stdout.
+# create_room: a new election on $server; its id in $room.
 create_room() {
-  "$bin/octostore" election create --server "$server" --json | sed -n 's/.*"election_id":"\([^"]*\)".*/\1/p'
+  room=$("$bin/octostore" election create --server "$server" --json | sed -n 's/.*"election_id":"\([^"]*\)".*/\1/p')
+  [ -n "$room" ] || die "could not create a room on $server"
 }
 
 # start <agent> <ttl>: one supervisor on $room; its stdout lines (supervisor
@@ -92,6 +93,14 @@ start() {
   pids+=($!)
   echo $! > "$work/$a.pid"
   say "started $a (supervisor pid $!)"
+}
+
+# start_agents <ttl>: agent-a, then agent-b, and waits until one leads.
+start_agents() {
+  start agent-a "$1"
+  sleep 0.5
+  start agent-b "$1"
+  await_leader
 }
 
 wait_for() { # wait_for <file> <pattern> <seconds>

@@ -96,14 +96,9 @@ await_etcd_leader() {
 l=$(await_etcd_leader) || die "the etcd members never agreed on a leader (logs in $work/m*.log)"
 say "etcd $version: members m0 m1 m2 (pids ${members[*]}) on $(client 0) $(client 1) $(client 2); m$l leads the cluster"
 
-room=$(create_room)
-[ -n "$room" ] || die "could not create a room on $server"
+create_room
 say "room $room on $server"
-
-start agent-a 20
-sleep 0.5
-start agent-b 20
-await_leader
+start_agents 20
 
 # The etcd leader dies. Both holds renew their leases every 5 s; a renewal sent
 # before the two members left have elected a new leader fails ("no leader", or

@@ -16,14 +16,9 @@ cd "$(dirname "$0")"
 source ./demo-agents.sh
 
 server=local
-room=$(create_room)
-[ -n "$room" ] || die "could not create a room"
+create_room
 say "state directory $XDG_RUNTIME_DIR/octostore, room $room"
-
-start agent-a 10
-sleep 0.5
-start agent-b 10
-await_leader
+start_agents 10
 
 hand_over "its file lock is released by the kernel now" 15
 stop_other
