@@ -113,8 +113,7 @@ func TestEtcdHandovers200Among4Contenders(t *testing.T) {
 	h := newEtcdHandovers(t)
 	began := time.Now()
 	for n := range etcdHandoverCount {
-		i, _ := h.holder()
-		h.handOver(i, n%4 == 3)
+		h.handOver(h.holder(), n%4 == 3)
 	}
 	h.stopAll()
 	elapsed := time.Since(began)
@@ -137,6 +136,7 @@ type etcdHandovers struct {
 	log                *etcdtest.FenceLog
 	tail               fenceTail
 	slots              [etcdContenders]*etcdContender
+	workers            [etcdContenders]string // each candidate's worker
 	all                []*etcdContender
 	// takeover: from the holder's end (signal sent) to the test seeing its
 	// successor's leader line and its worker's first write, by how it ended.
@@ -158,6 +158,7 @@ func newEtcdHandovers(t *testing.T) *etcdHandovers {
 	// supervisor's own proofs are launch's).
 	t.Cleanup(func() { requireNoMarked(t, h.mark) })
 	for i := range h.slots {
+		h.workers[i] = fenceWorkerScript(t, h.work, h.log.Path(), fmt.Sprintf("c%d", i))
 		h.start(i)
 	}
 	return h
@@ -167,8 +168,7 @@ func newEtcdHandovers(t *testing.T) *etcdHandovers {
 func (h *etcdHandovers) start(i int) {
 	cand := fmt.Sprintf("c%d", i)
 	dir := h.t.TempDir()
-	worker := fenceWorkerScript(h.t, h.work, h.log.Path(), cand)
-	cmd := etcdAgent(h.srv, h.server, h.room, cand, worker, "TMPDIR="+dir, envMark+"="+h.mark)
+	cmd := etcdAgent(h.srv, h.server, h.room, cand, h.workers[i], "TMPDIR="+dir, envMark+"="+h.mark)
 	r := &run{t: h.t, dir: dir, cmd: cmd, out: newLines(), errb: &syncBuf{}, done: make(chan struct{}), code: -1, gsess: make(chan platform.Proc, 1)}
 	c := &etcdContender{r: launch(h.t, r), cand: cand}
 	h.slots[i] = c
@@ -176,11 +176,11 @@ func (h *etcdHandovers) start(i int) {
 }
 
 // holder waits until one contender leads and its worker has written, and
-// returns its slot and term. A contender that ended by itself (lost or
+// returns its slot. A contender that ended by itself (lost or
 // uncertain: a renewal starved on two shared cores) is started again.
-func (h *etcdHandovers) holder() (int, uint64) {
+func (h *etcdHandovers) holder() int {
 	h.t.Helper()
-	slot, term := -1, uint64(0)
+	slot := -1
 	proctest.WaitFor(h.t, 2*time.Minute, "a leader whose worker writes", func() bool {
 		h.tail.poll(h.t)
 		for i, c := range h.slots {
@@ -191,7 +191,7 @@ func (h *etcdHandovers) holder() (int, uint64) {
 				continue
 			}
 			if lt, ok := leaderTerm(c.r); ok && h.tail.started[lt] {
-				slot, term = i, lt
+				slot = i
 				return true
 			}
 		}
@@ -200,7 +200,7 @@ func (h *etcdHandovers) holder() (int, uint64) {
 	if h.lastHow != "" {
 		h.takeover[h.lastHow] = append(h.takeover[h.lastHow], time.Since(h.lastEnd))
 	}
-	return slot, term
+	return slot
 }
 
 // handOver ends the holder in slot i, by SIGKILL of its hold or SIGTERM to
@@ -226,7 +226,7 @@ func (h *etcdHandovers) handOver(i int, kill bool) {
 // them can become leader meanwhile, then the holder.
 func (h *etcdHandovers) stopAll() {
 	h.t.Helper()
-	i, _ := h.holder()
+	i := h.holder()
 	h.lastHow = ""
 	for j, c := range h.slots {
 		if j != i {
