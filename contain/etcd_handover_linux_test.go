@@ -119,11 +119,11 @@ func TestEtcdHandovers200Among4Contenders(t *testing.T) {
 	elapsed := time.Since(began)
 
 	// The oracle first: it is the property; the supervisors' accounts next.
-	h.checkFenceLog(h.leaderTerms())
+	margin := h.checkFenceLog(h.leaderTerms())
 	h.checkSupervisors()
-	t.Logf("%d hand-overs (%d by SIGKILL of the hold) among %d contenders in %v; takeover after SIGTERM %s, after SIGKILL %s; %d supervisors lost authority by themselves",
+	t.Logf("%d hand-overs (%d by SIGKILL of the hold) among %d contenders in %v; takeover after SIGTERM %s, after SIGKILL %s; a predecessor proven gone %s before its successor's first write; %d supervisors lost authority by themselves",
 		etcdHandoverCount, etcdHandoverCount/4, etcdContenders, elapsed.Round(time.Millisecond),
-		spread(h.takeover["term"]), spread(h.takeover["kill"]), h.spontaneous)
+		spread(h.takeover["term"]), spread(h.takeover["kill"]), spread(margin), h.spontaneous)
 }
 
 // etcdHandovers drives the test: slots holds the current supervisor of each
@@ -291,8 +291,9 @@ func (h *etcdHandovers) checkSupervisors() {
 // checkFenceLog is the oracle: no write of a deposed term accepted, each
 // term's writes one run of the log in increasing term order, every term that
 // wrote reported by a supervisor's leader line, and each predecessor's worker
-// proven gone by its supervisor before its successor's first write.
-func (h *etcdHandovers) checkFenceLog(terms map[uint64]*etcdContender) {
+// proven gone by its supervisor before its successor's first write. It
+// returns by how much, for each hand-over.
+func (h *etcdHandovers) checkFenceLog(terms map[uint64]*etcdContender) []time.Duration {
 	t := h.t
 	h.log.RequireNoRejects(t)
 	h.log.RequireDisjointTerms(t)
@@ -306,6 +307,7 @@ func (h *etcdHandovers) checkFenceLog(terms map[uint64]*etcdContender) {
 	}
 	require.GreaterOrEqual(t, len(order), etcdHandoverCount+1, "terms that wrote")
 	toBoot := wallToBoot(t)
+	var margin []time.Duration
 	for i, term := range order {
 		c := terms[term]
 		require.NotNil(t, c, "a worker wrote with term %d, which no supervisor reported", term)
@@ -316,7 +318,9 @@ func (h *etcdHandovers) checkFenceLog(terms map[uint64]*etcdContender) {
 		empty := toBoot(provenEmpty(t, prev.r))
 		require.Less(t, empty, first[term], "%s's worker (term %d) was proven gone %v after %s's worker (term %d) first wrote",
 			prev.cand, order[i-1], empty-first[term], c.cand, term)
+		margin = append(margin, first[term]-empty)
 	}
+	return margin
 }
 
 // wallToBoot converts a wall-clock time (a supervisor's proven-empty stamp)
@@ -377,10 +381,11 @@ func (f *fenceTail) poll(t testing.TB) {
 	}
 }
 
-// spread is "p50 X, max Y" of ds.
+// spread is "min W, p50 X, max Y" of ds.
 func spread(ds []time.Duration) string {
 	if len(ds) == 0 {
 		return "none"
 	}
-	return fmt.Sprintf("p50 %v, max %v", pct(ds, 50).Round(time.Millisecond), slices.Max(ds).Round(time.Millisecond))
+	return fmt.Sprintf("min %v, p50 %v, max %v", slices.Min(ds).Round(time.Millisecond),
+		pct(ds, 50).Round(time.Millisecond), slices.Max(ds).Round(time.Millisecond))
 }
