@@ -16,8 +16,9 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/octostore ./cmd/octostore
 
 # funclen lists functions over 80 lines in non-test code; one under a
-# FUNCLEN_FAIL_UNDER directory fails vet. Set to hold once hold/ is split.
-FUNCLEN_FAIL_UNDER ?=
+# FUNCLEN_FAIL_UNDER directory (hold/ and its packages: the state machines
+# stay types with short methods) fails vet.
+FUNCLEN_FAIL_UNDER ?= hold
 
 vet:
 	$(GO) vet ./...

@@ -2,6 +2,7 @@ package hold
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 )
@@ -51,23 +52,23 @@ func (a *HTTPAuthority) Hold(ctx context.Context, spec HoldSpec, signals <-chan 
 
 // CreateElection implements Authority (POST /elections).
 func (a *HTTPAuthority) CreateElection(ctx context.Context) (ElectionCreated, error) {
-	return CreateElection(ctx, a.client)
+	room, err := CreateElection(ctx, a.client)
+	return room, a.safe(err)
 }
 
 // Status implements Authority: GET the election's or lock's status. Errors
-// are *Failure; their diagnostics may carry the token, so print them with
-// Failure.DiagnosticRedacting.
+// read as the failure's diagnostic with the token redacted (safe).
 func (a *HTTPAuthority) Status(ctx context.Context, kind Kind, name string) (Report, error) {
 	if kind == KindLock {
 		st, err := GetLockStatus(ctx, a.client, name, a.token)
 		if err != nil {
-			return nil, err
+			return nil, a.safe(err)
 		}
 		return lockReport{st: st, token: a.token, server: a.Server()}, nil
 	}
 	st, err := GetElectionStatus(ctx, a.client, name)
 	if err != nil {
-		return nil, err
+		return nil, a.safe(err)
 	}
 	return electionReport{st: st, server: a.Server()}, nil
 }
@@ -79,6 +80,19 @@ func (a *HTTPAuthority) Watch(ctx context.Context, spec WatchSpec, signals <-cha
 		w.Token = a.token
 	}
 	return w.Run(ctx, signals)
+}
+
+// safe is err as the caller may print it: a failure's diagnostic, or the
+// error's text, with the token redacted (a server may reflect it).
+func (a *HTTPAuthority) safe(err error) error {
+	if err == nil {
+		return nil
+	}
+	var f *Failure
+	if errors.As(err, &f) {
+		return errors.New(f.DiagnosticRedacting(a.token))
+	}
+	return errors.New(Redact(err.Error(), a.token))
 }
 
 // Close implements Authority: idle connections are closed.

@@ -191,13 +191,3 @@ func settled(o Outcome, err error, onSignal, onDeadline func() (int, error)) (co
 	}
 	return 0, false, nil
 }
-
-// outcome and its values are the host-local hold's own wait results
-// (local_hold.go), kept until it waits through Await like every other hold.
-type outcome int
-
-const (
-	outDone outcome = iota
-	outDeadline
-	outSignal
-)

@@ -10,14 +10,15 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/octostore-supervisor/supervisor/hold"
+	"github.com/octostore-supervisor/supervisor/hold/etcd"
 	"github.com/octostore-supervisor/supervisor/hold/local"
 )
 
 // The one place a command's authority is chosen (docs/protocol.md "Server
 // selection", "Host-local authority"): --server, else $OCTOSTORE_URL, else
 // the hosted default for elections. "local" and file:///DIR select the
-// host-local authority, http(s) an OctoStore server; etcd:// and etcds://
-// are refused until the etcd authority is built in. Every command then calls
+// host-local authority, etcd:// and etcds:// an etcd cluster (hold/etcd),
+// http(s) an OctoStore server. Every command then calls
 // the hold.Authority it gets and never asks which one it is.
 
 // target is a resolved, validated --server with the timeouts, before
@@ -31,6 +32,8 @@ type target struct {
 	// election hold then hints at --server local when it is unreachable).
 	defaulted bool
 	local     bool
+	// etcd is the normalized etcd:// or etcds:// URL, when one was named.
+	etcd string
 	// server is the validated HTTP server (not for the local authority);
 	// capability says whether a secret travels to it (holds and every lock
 	// command), which forbids cleartext to a non-loopback host.
@@ -59,8 +62,14 @@ func resolveTarget(c *cli.Context, env hold.LookupEnv, kind hold.Kind, capabilit
 	case local.IsServer(raw):
 		t.local = true
 	case isEtcd(raw):
-		// The lead replaces this with hold/etcd.Open when it is merged.
-		return target{}, usage("etcd authority not built into this binary; use an OctoStore server URL, \"local\" or file:///DIR")
+		// etcd.Open parses and checks the URL and its files without dialing,
+		// so a wrong one exits 64 here, before anything starts.
+		a, err := etcd.Open(raw, env, c.Bool("allow-insecure-http"))
+		if err != nil {
+			return target{}, failed(err)
+		}
+		t.etcd = a.Server()
+		a.Close()
 	default:
 		if t.server, err = hold.ValidateServer(raw, capability, c.Bool("allow-insecure-http")); err != nil {
 			return target{}, usage(err.Error())
@@ -92,6 +101,14 @@ func (t target) open(c *cli.Context, env hold.LookupEnv, in io.Reader, stderr io
 	if t.local {
 		return openLocal(c, env, t.raw)
 	}
+	if t.etcd != "" {
+		a, err := etcd.Open(t.raw, env, c.Bool("allow-insecure-http"))
+		if err != nil {
+			return nil, failed(err)
+		}
+		a.Diag = stderr
+		return a, nil
+	}
 	var ca *string
 	if v, ok := env("OCTOSTORE_CA_BUNDLE"); ok {
 		ca = &v
@@ -101,18 +118,19 @@ func (t target) open(c *cli.Context, env hold.LookupEnv, in io.Reader, stderr io
 	if err != nil {
 		return nil, usage(err.Error())
 	}
-	a := &httpAuthority{client: client, defaulted: t.defaulted}
+	var token string
 	if t.kind == hold.KindLock {
-		token, warning, err := hold.LoadToken(env, in)
-		if err != nil {
+		var warning string
+		if token, warning, err = hold.LoadToken(env, in); err != nil {
 			client.CloseIdleConnections()
 			return nil, usage(err.Error())
 		}
 		if warning != "" {
 			fmt.Fprintf(stderr, "octostore: %s\n", warning)
 		}
-		a.token = token
 	}
+	a := hold.NewHTTPAuthority(client, token)
+	a.DefaultServer = t.defaulted
 	return a, nil
 }
 

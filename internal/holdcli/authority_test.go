@@ -11,10 +11,11 @@ import (
 	"github.com/octostore-supervisor/supervisor/hold"
 )
 
-// etcd:// and etcds:// name an authority this binary does not have yet:
-// every command refuses them with 64 and says so, whether they come from
-// --server or from $OCTOSTORE_URL, before anything is read or sent.
-func TestEtcdAuthorityNotBuiltIn(t *testing.T) {
+// Every election and lock command takes an etcd URL and checks it before
+// anything starts: cleartext to a non-loopback member is refused naming the
+// fix, whether --server or $OCTOSTORE_URL names it, and schemes are
+// case-insensitive.
+func TestEtcdURLCheckedByEveryCommand(t *testing.T) {
 	commands := [][]string{
 		{"election", "hold", "room", "--candidate", "a"},
 		{"election", "create"},
@@ -24,7 +25,7 @@ func TestEtcdAuthorityNotBuiltIn(t *testing.T) {
 		{"lock", "status", "n"},
 		{"lock", "watch", "n"},
 	}
-	for _, server := range []string{"etcd://127.0.0.1:2379", "ETCDS://etcd.example:2379"} {
+	for _, server := range []string{"etcd://etcd.example:2379", "ETCD://etcd.example:2379/team"} {
 		for _, cmd := range commands {
 			for _, viaEnv := range []bool{false, true} {
 				args := append([]string{"octostore"}, cmd...)
@@ -37,7 +38,7 @@ func TestEtcdAuthorityNotBuiltIn(t *testing.T) {
 				env := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 				var out, errb bytes.Buffer
 				require.Equal(t, hold.ExitUsage, runTest(args, env, &out, &errb), args)
-				require.Equal(t, "octostore: etcd authority not built into this binary; use an OctoStore server URL, \"local\" or file:///DIR\n", errb.String(), args)
+				require.Equal(t, "octostore: refusing cleartext etcd:// to non-loopback member etcd.example:2379; use etcds:// (TLS), loopback members, or --allow-insecure-http for development\n", errb.String(), args)
 				require.Empty(t, out.String(), args)
 			}
 		}
@@ -93,13 +94,14 @@ func TestHoldFlagsArgsRoundTrip(t *testing.T) {
 		{hold.KindElection, "agent-a", nil, ""},
 		{hold.KindElection, "agent-a", []string{"--server", "local", "--ttl", "60", "--acquire-timeout", "1500ms"}, ""},
 		{hold.KindLock, "", []string{"--server", "http://127.0.0.1:9", "--ttl", "3600", "--allow-insecure-http"}, ""},
+		{hold.KindElection, "agent-a", []string{"--server", "etcd://127.0.0.1:2379,127.0.0.1:2479/team", "--ttl", "10"}, ""},
 		{hold.KindLock, "", []string{"--server", "file:///srv/locks", "--acquire-timeout", "0"}, ""},
 		{hold.KindElection, "agent-a", []string{"--ttl", "4"}, "TTL must be between 5 and 300 seconds"},
 		{hold.KindElection, "agent@a", nil, "candidate"},
 		{hold.KindElection, "agent-a", []string{"--acquire-timeout", "5x"}, "invalid duration '5x'"},
 		{hold.KindLock, "", nil, "lock commands require --server or OCTOSTORE_URL"},
 		{hold.KindElection, "agent-a", []string{"--server", "http://example.com"}, "refusing to send a secret capability over cleartext HTTP"},
-		{hold.KindLock, "", []string{"--server", "etcd://h:2379"}, "etcd authority not built into this binary"},
+		{hold.KindLock, "", []string{"--server", "etcd://h:2379"}, "refusing cleartext etcd:// to non-loopback member h:2379"},
 	} {
 		var embedded HoldRequest
 		err := parse(embeddedFlags, c.flags, func(ctx *cli.Context) error {

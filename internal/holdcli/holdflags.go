@@ -26,8 +26,8 @@ type HoldRequest struct {
 	Local bool
 	// Server is the resolved --server / $OCTOSTORE_URL value.
 	Server string
-	// ServerURL is the normalised OctoStore URL ("" when Local): the
-	// authority's identity.
+	// ServerURL is the normalised OctoStore or etcd URL ("" when Local):
+	// the authority's identity.
 	ServerURL string
 
 	target target
@@ -68,6 +68,9 @@ func HoldFlags(c *cli.Context, kind hold.Kind, candidate string, env hold.Lookup
 		return HoldRequest{}, err
 	}
 	r.Local, r.Server, r.ServerURL = r.target.local, r.target.raw, r.target.server.URL
+	if r.target.etcd != "" {
+		r.ServerURL = r.target.etcd
+	}
 	r.args = append(r.args, r.target.args(c)...)
 	return r, nil
 }
