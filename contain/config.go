@@ -113,8 +113,9 @@ const (
 )
 
 // SecretEnv are removed from the worker's environment: the hold needs them, the
-// protected work must not be able to act as the holder.
-var SecretEnv = []string{"OCTOSTORE_TOKEN", "OCTOSTORE_TOKEN_FILE"}
+// protected work must not be able to act as the holder (the bearer token or
+// etcd's user:password, and the etcd client key's path).
+var SecretEnv = []string{"OCTOSTORE_TOKEN", "OCTOSTORE_TOKEN_FILE", "OCTOSTORE_ETCD_KEY"}
 
 // Report is what a teardown proved.
 type Report struct {

@@ -207,7 +207,7 @@ func TestHole13SecretsStayOutOfTheWorker(t *testing.T) {
 	t.Parallel()
 	const token = "tok-4f1c9e-SECRET"
 	r := start(t, sc{
-		env:     []string{"OCTOSTORE_TOKEN=" + token, "OCTOSTORE_TOKEN_FILE=/run/secret/" + token},
+		env:     []string{"OCTOSTORE_TOKEN=" + token, "OCTOSTORE_TOKEN_FILE=/run/secret/" + token, "OCTOSTORE_ETCD_KEY=/run/secret/etcd.key"},
 		holdPre: "env > {dir}/hold.env",
 		worker:  "--env-out {dir}/env",
 		hold:    lostAfterSetup,
@@ -221,6 +221,8 @@ func TestHole13SecretsStayOutOfTheWorker(t *testing.T) {
 	require.NotContains(t, string(worker), "OCTOSTORE_TOKEN")
 	require.Contains(t, string(hold), "OCTOSTORE_TOKEN="+token)
 	require.Contains(t, string(hold), "OCTOSTORE_TOKEN_FILE=")
+	require.Contains(t, string(hold), "OCTOSTORE_ETCD_KEY=/run/secret/etcd.key")
+	require.NotContains(t, string(worker), "OCTOSTORE_ETCD_KEY")
 	require.Contains(t, string(worker), "OCTOSTORE_FENCING_TERM=5")
 	require.Contains(t, string(worker), "OCTOSTORE_SUPERVISOR_READY_FILE=")
 	require.NotContains(t, r.out.String()+r.stderr(), token)

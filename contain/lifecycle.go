@@ -249,7 +249,7 @@ func tokenHandover(env []string) (holdEnv []string, token string) {
 	if haveFile || !haveTok {
 		return withoutVars(env, []string{"OCTOSTORE_TOKEN"}), ""
 	}
-	return append(withoutVars(env, SecretEnv), "OCTOSTORE_TOKEN_FILE=-"), tok
+	return append(withoutVars(env, []string{"OCTOSTORE_TOKEN", "OCTOSTORE_TOKEN_FILE"}), "OCTOSTORE_TOKEN_FILE=-"), tok
 }
 
 func (r *run) readLines(f *os.File) {
