@@ -64,23 +64,24 @@ for i in 0 1 2; do
 done
 server="etcd://$(client 0),$(client 1),$(client 2)/octostore-demo"
 
-# status <member>: "MEMBER_ID LEADER_ID" as the member itself reports them
-# (etcd's JSON gateway; empty when it does not answer).
-status() {
-  curl -s -m 1 -X POST -d '{}' "http://$(client "$1")/v3/maintenance/status" |
-    sed -n 's/.*"member_id":"\([0-9]*\)".*"leader":"\([0-9]*\)".*/\1 \2/p'
+# leads <member>: the member says it is the cluster's leader (asked with our
+# own doctor, which reports each member's view; it exits 70 for a server
+# below the supported floor, which the demo has allowed).
+leads() {
+  local report
+  report=$("$bin/octostore-supervisor" doctor --json --server "etcd://$(client "$1")" 2>/dev/null)
+  grep -q '"reachable":true,"version":"[^"]*","leader":true' <<< "$report"
 }
-# etcd_leader: the index of the member that every running member names as
-# leader (empty until they agree).
+# etcd_leader: the index of the one running member that leads (empty while
+# none or more than one says so).
 etcd_leader() {
-  local i id lead agreed="" found=""
+  local i found=""
   for i in 0 1 2; do
     [ -e "/proc/${members[$i]}" ] || continue
-    read -r id lead <<< "$(status "$i")"
-    [ -n "${lead:-}" ] && [ "$lead" != 0 ] || return
-    [ -z "$agreed" ] || [ "$agreed" = "$lead" ] || return
-    agreed=$lead
-    [ "$id" = "$lead" ] && found=$i
+    if leads "$i"; then
+      [ -z "$found" ] || return
+      found=$i
+    fi
   done
   echo "$found"
 }
