@@ -72,6 +72,9 @@ const (
 	endLapsed
 	// endCut: the authority ended A's live lease early (lost).
 	endCut
+	// endWrong: A's supervisor ran on a deliberately wrong deadline; the
+	// oracle must find stale writes.
+	endWrong
 )
 
 // outcome is what a fault did, as the oracle needs it.
@@ -92,22 +95,27 @@ type outcome struct {
 type faultCase struct {
 	name   string
 	inject func(t *testing.T, f *faultScene) outcome
+	// wrong: A's hold is the real one behind a filter that anchors its
+	// deadline wrongly (see wrongHold).
+	wrong bool
 }
 
 func TestEtcdFaultMatrix(t *testing.T) {
 	defaultPassOnly(t) // the backend is not what is tested: the authority is
 	cases := []faultCase{
-		{"kill -9 and restart of a follower", killFollower},
-		{"kill -9 and restart of the leader", killLeader},
-		{"SIGSTOP of a follower past the TTL", stopFollower},
-		{"SIGSTOP of the leader past the TTL", stopLeader},
-		{"SIGSTOP of the holder's hold past its deadline", stopHold},
-		{"etcdctl del of the holder key", deleteKey},
-		{"lease revoke of the holder's lease", revokeLease},
-		{"proxy resets then blackholes the holder's connections", cutHolder},
-		{"compaction during a watch", compactDuringWatch},
+		{"kill -9 and restart of a follower", killFollower, false},
+		{"kill -9 and restart of the leader", killLeader, false},
+		{"SIGSTOP of a follower past the TTL", stopFollower, false},
+		{"SIGSTOP of the leader past the TTL", stopLeader, false},
+		{"SIGSTOP of the holder's hold past its deadline", stopHold, false},
+		{"etcdctl del of the holder key", deleteKey, false},
+		{"lease revoke of the holder's lease", revokeLease, false},
+		{"proxy resets then blackholes the holder's connections", cutHolder, false},
+		{"compaction during a watch", compactDuringWatch, false},
+		// The oracle bites: the GC pause again, with a wrong deadline.
+		{"wrong deadline: SIGSTOP of the holder's hold", stopWrongHold, true},
 		// Last: the cluster comes back from nothing.
-		{"kill -9 and restart of all members", killAll},
+		{"kill -9 and restart of all members", killAll, false},
 	}
 	for _, srv := range etcdtest.Servers(t) {
 		t.Run(srv.Name, func(t *testing.T) {
@@ -118,7 +126,7 @@ func TestEtcdFaultMatrix(t *testing.T) {
 			for _, fc := range cases {
 				t.Run(fc.name, func(t *testing.T) {
 					f := newFaultScene(t, c)
-					f.run(t, fc.inject)
+					f.run(t, fc)
 				})
 			}
 		})
@@ -163,15 +171,15 @@ func (f *faultScene) viaProxies() string {
 
 // run is the case's script: A leads, B waits, the fault, then the hand-over
 // to B, both exit, and the oracle.
-func (f *faultScene) run(t *testing.T, inject func(*testing.T, *faultScene) outcome) {
-	f.a = f.contend(t, "agent-a", f.viaProxies())
+func (f *faultScene) run(t *testing.T, fc faultCase) {
+	f.a = f.contend(t, "agent-a", f.viaProxies(), fc.wrong)
 	f.a.waitEvent("leader", bound)
 	f.termA = leaderTerm(t, f.a)
-	f.b = f.contend(t, "agent-b", f.c.URL(""))
+	f.b = f.contend(t, "agent-b", f.c.URL(""), false)
 	f.b.waitEvent("waiting", bound)
 	f.waitWrites(t, f.termA, 3)
 
-	o := inject(t, f)
+	o := fc.inject(t, f)
 
 	if o.end == endStays && !o.released {
 		require.False(t, exited(f.a), "A's run ended on a fault that should cost retries only; stderr:\n%s", f.a.stderr())
@@ -188,13 +196,21 @@ func (f *faultScene) run(t *testing.T, inject func(*testing.T, *faultScene) outc
 	f.requireOracle(t, o, termB)
 }
 
-// contend starts one supervisor with the embedded etcd hold and a
-// fenceworker, with a private state directory (a host of its own).
-func (f *faultScene) contend(t *testing.T, cand, server string) *run {
+// contend starts one supervisor with the etcd hold and a fenceworker, with a
+// private state directory (a host of its own): the embedded hold, or with
+// wrong the real hold behind wrongHold's filter.
+func (f *faultScene) contend(t *testing.T, cand, server string, wrong bool) *run {
 	t.Helper()
 	dir := t.TempDir()
-	args := []string{"election", "--server", server, "--ttl", fmt.Sprint(int(faultTTL / time.Second)), "--term-grace", faultGrace}
+	ttl := fmt.Sprint(int(faultTTL / time.Second))
+	args := []string{"election", "--term-grace", faultGrace}
+	if !wrong {
+		args = append(args, "--server", server, "--ttl", ttl)
+	}
 	args = append(append(args, containmentFlags()...), f.room, cand, fenceworkerBin(t), f.fence.Path(), cand)
+	if wrong {
+		args = append(append(args, "--"), wrongHold(server, ttl, f.room, cand)...)
+	}
 	cmd := exec.Command(bins.sup, args...)
 	cmd.Env = localEnv("TMPDIR="+dir, "XDG_RUNTIME_DIR="+privateDir(t), etcdAllowOld, envMark+"="+f.mark)
 	r := &run{t: t, dir: dir, cmd: cmd, out: newLines(), errb: &syncBuf{}, done: make(chan struct{}), code: -1, gsess: make(chan platform.Proc, 1)}
@@ -243,6 +259,12 @@ func (f *faultScene) requireOracle(t *testing.T, o outcome, termB uint64) {
 		require.Contains(t, []uint64{f.termA, termB}, term, "term %d wrote, which no supervisor reported in a leader line", term)
 	}
 	firstB := f.fence.FirstWrite(t, termB)
+	if o.end == endWrong {
+		msg := goFailure(t, f.fence.RequireNoRejects)
+		require.NotEmpty(t, msg, "a deadline anchored at receipt + TTL (+ a 1 s reaper) let no stale write through: the oracle did not bite")
+		t.Logf("the oracle bites: %s", msg)
+		return
+	}
 	evA := f.a.events()
 	if o.end == endCut {
 		// No supervisor can outrun an authority that ends a live lease
@@ -355,6 +377,24 @@ func holdFault(f *faultScene, d time.Duration) {
 	case <-time.After(d):
 	case <-f.a.done:
 	}
+}
+
+// wrongHold is the deliberately wrong variant: the real etcd hold (`octostore
+// election hold`), its events passed through a filter that replaces every
+// authority budget with what a deadline anchored at receipt + TTL and checked
+// by a 1 s reaper allows (client/v3/concurrency's Session: the spec's reason
+// not to use it): TTL + 1 s from the event's emission, plus the term grace
+// that the supervisor reserves from every budget and Session's user does not.
+// The right deadline is send time + 0.8 × TTL.
+func wrongHold(server, ttl, room, cand string) []string {
+	grace, err := time.ParseDuration(faultGrace)
+	if err != nil {
+		panic(err)
+	}
+	budget := (faultTTL + time.Second + grace).Milliseconds()
+	filter := fmt.Sprintf(`s/"authority_remaining_ms":[0-9]+/"authority_remaining_ms":%d/`, budget)
+	return []string{"/bin/sh", "-c", `"$0" "$@" | sed -u -E '` + filter + `'`,
+		bins.octostore, "election", "hold", "--server", server, "--ttl", ttl, "--candidate", cand, "--json", room}
 }
 
 // --- the faults ---
@@ -648,4 +688,25 @@ func goFailure(t *testing.T, fn func(testing.TB)) string {
 	}()
 	<-done
 	return g.msg
+}
+
+// The GC pause of the holder's hold with the wrong deadline: A's supervisor
+// keeps its worker past the lease's expiry, B takes over meanwhile, and the
+// fenced store rejects A's late writes.
+func stopWrongHold(t *testing.T, f *faultScene) outcome {
+	var h proctest.Record
+	proctest.WaitFor(t, bound, "A's octostore election hold", func() bool {
+		ps, _ := platform.NewProcReader().Descendants(f.a.cmd.Process.Pid, nil)
+		for _, p := range ps {
+			if !p.Dead() && strings.HasPrefix(platform.Cmdline(p.Pid), bins.octostore+" election hold") {
+				h = proctest.Record{Pid: p.Pid, Start: p.StartTicks, Role: "hold"}
+				return true
+			}
+		}
+		return false
+	})
+	t.Cleanup(func() { _ = proctest.Signal(h, syscall.SIGCONT) })
+	require.NoError(t, proctest.Signal(h, syscall.SIGSTOP))
+	f.a.wait(faultTTL + bound)
+	return outcome{end: endWrong}
 }
