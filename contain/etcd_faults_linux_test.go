@@ -494,26 +494,29 @@ func (f *faultScene) holderKey(t *testing.T, cli *clientv3.Client) (string, clie
 
 // etcdctl del of the holder key: the own-key watch reports it.
 func deleteKey(t *testing.T, f *faultScene) outcome {
-	cli := f.c.Client(t)
-	key, _ := f.holderKey(t, cli)
-	watchLost(t, f.a)
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	// The RPC etcdctl del sends; the change is applied when it returns.
-	_, err := cli.Delete(ctx, key)
-	at := bootNow(t)
-	require.NoError(t, err)
-	return outcome{end: endCut, at: at}
+	return cutLease(t, f, func(ctx context.Context, cli *clientv3.Client, key string, _ clientv3.LeaseID) error {
+		_, err := cli.Delete(ctx, key)
+		return err
+	})
 }
 
 // etcdctl lease revoke of the holder's lease: its key goes with it.
 func revokeLease(t *testing.T, f *faultScene) outcome {
+	return cutLease(t, f, func(ctx context.Context, cli *clientv3.Client, _ string, lease clientv3.LeaseID) error {
+		_, err := cli.Revoke(ctx, lease)
+		return err
+	})
+}
+
+// cutLease ends A's live lease through change, the RPC etcdctl sends (from
+// the test's own client, so the moment is exact): applied when it returns.
+func cutLease(t *testing.T, f *faultScene, change func(context.Context, *clientv3.Client, string, clientv3.LeaseID) error) outcome {
 	cli := f.c.Client(t)
-	_, lease := f.holderKey(t, cli)
+	key, lease := f.holderKey(t, cli)
 	watchLost(t, f.a)
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	_, err := cli.Revoke(ctx, lease)
+	err := change(ctx, cli, key, lease)
 	at := bootNow(t)
 	require.NoError(t, err)
 	return outcome{end: endCut, at: at}
