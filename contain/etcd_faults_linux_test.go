@@ -88,6 +88,9 @@ type outcome struct {
 	takeover bool
 	// released: the fault itself sent A its SIGTERM.
 	released bool
+	// silent: A's hold could say nothing at the end (it was frozen): its
+	// supervisor's terminal line is not checked.
+	silent bool
 }
 
 // faultCase is one row of the matrix: inject runs the fault while A leads
@@ -270,7 +273,7 @@ func (f *faultScene) requireOracle(t *testing.T, o outcome, termB uint64) {
 		// No supervisor can outrun an authority that ends a live lease
 		// early: only the fencing term protects, and the hold must say so at
 		// once.
-		require.Contains(t, evA, "lost", "A's terminal event")
+		require.Equal(t, "lost", evA[len(evA)-1], "A's terminal event")
 		seen := lostSeen(t, f.a)
 		require.LessOrEqual(t, seen-o.at, lostWithin, "A's hold reported the lost lease %v after the change", seen-o.at)
 		rejected := 0
@@ -285,8 +288,10 @@ func (f *faultScene) requireOracle(t *testing.T, o outcome, termB uint64) {
 	}
 	f.fence.RequireNoRejects(t)
 	f.fence.RequireDisjointTerms(t)
-	want := map[end]string{endStays: "released", endLapsed: "uncertain"}[o.end]
-	require.Contains(t, evA, want, "A's terminal event")
+	if !o.silent {
+		want := map[end]string{endStays: "released", endLapsed: "uncertain"}[o.end]
+		require.Equal(t, want, evA[len(evA)-1], "A's terminal event")
+	}
 	proven := bootOf(t, provenEmpty(t, f.a))
 	require.Less(t, proven, firstB, "B's first write came %v before A's worker group was proven empty", proven-firstB)
 	if o.takeover {
@@ -475,7 +480,7 @@ func stopHold(t *testing.T, f *faultScene) outcome {
 	require.NoError(t, proctest.Signal(h, syscall.SIGSTOP))
 	at := bootNow(t)
 	f.a.wait(faultTTL + bound)
-	return outcome{end: endLapsed, at: at, takeover: true}
+	return outcome{end: endLapsed, at: at, takeover: true, silent: true}
 }
 
 // holderKey is A's key: the oldest in the election's prefix, with A's term
