@@ -95,7 +95,7 @@ type Config struct {
 }
 
 // SurvivorRecord is the persistent record behind Config.Survivors
-// (hold.SurvivorRecord).
+// (local.SurvivorRecord, package hold/local).
 type SurvivorRecord interface {
 	Survivors() ([]procid.ID, error)
 	Add([]procid.ID) error

@@ -27,7 +27,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/octostore-supervisor/supervisor/hold"
+	"github.com/octostore-supervisor/supervisor/hold/local"
 	"github.com/octostore-supervisor/supervisor/internal/proctest"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
@@ -888,14 +888,14 @@ func TestLocalEmbeddedLockAcquiredReleased(t *testing.T) {
 func TestLocalEmbeddedRoomIDWithLeadingDash(t *testing.T) {
 	t.Parallel()
 	dir := privateDir(t)
-	store, err := hold.OpenLocalStore("file://"+dir, nil)
+	store, err := local.Open("file://"+dir, nil)
 	require.NoError(t, err)
 	defer store.Close()
 	var room string
 	for range 5000 { // P(no such id in 5000 draws) = (63/64)^5000 < 1e-34
-		id, err := store.CreateElection()
+		created, err := store.CreateElection(context.Background())
 		require.NoError(t, err)
-		if strings.HasPrefix(id, "-") {
+		if id := created.ElectionID; strings.HasPrefix(id, "-") {
 			room = id
 			break
 		}

@@ -2,6 +2,7 @@ package contain_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"golang.org/x/sys/windows"
 
 	"github.com/octostore-supervisor/supervisor/hold"
+	"github.com/octostore-supervisor/supervisor/hold/local"
 	"github.com/octostore-supervisor/supervisor/internal/proctest"
 )
 
@@ -161,12 +163,13 @@ func TestLocalEmbeddedHandoverWaitsForInterlock(t *testing.T) {
 	b.waitEvent("waiting", long)
 
 	// Exactly one leads: A's hold holds the room, and only A's worker runs.
-	store, err := hold.OpenLocalStore(server, nil)
+	store, err := local.Open(server, nil)
 	require.NoError(t, err)
 	defer store.Close()
 	require.Equal(t, state, store.Dir())
-	st, err := store.Status(hold.KindElection, room)
+	rep, err := store.Status(context.Background(), hold.KindElection, room)
 	require.NoError(t, err)
+	st := rep.(local.Status)
 	require.True(t, st.Held)
 	require.NotNil(t, st.Holder)
 	require.Equal(t, "agent-a", st.Holder.CandidateID)
@@ -207,8 +210,9 @@ func TestLocalEmbeddedHandoverWaitsForInterlock(t *testing.T) {
 	require.Greater(t, started, proven.UnixNano(), "B's worker started at %s, before A's worker group was proven empty at %s",
 		time.Unix(0, started).UTC().Format(time.RFC3339Nano), proven.Format(time.RFC3339Nano))
 	require.Greater(t, b.line("leader")["term"].(float64), a.line("leader")["term"].(float64))
-	st, err = store.Status(hold.KindElection, room)
+	rep, err = store.Status(context.Background(), hold.KindElection, room)
 	require.NoError(t, err)
+	st = rep.(local.Status)
 	require.Equal(t, "agent-b", st.Holder.CandidateID)
 	t.Logf("B waited on the interlock %v after A's hold was killed; A proven empty at %s; B's worker started %v later",
 		won.Round(time.Millisecond), proven.Format(time.RFC3339Nano), time.Duration(started-proven.UnixNano()).Round(time.Microsecond))

@@ -131,13 +131,43 @@ func (c *Client) Call(ctx context.Context, req Request, decode func(body []byte)
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
+	hreq, err := c.newRequest(ctx, req)
+	if err != nil {
+		return Response{}, transportFailure(err)
+	}
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		return Response{}, transportFailure(err)
+	}
+	defer resp.Body.Close()
+	data, requestID, f := readBody(resp)
+	if f != nil {
+		return Response{}, f
+	}
+	for _, s := range req.Accepted {
+		if s != resp.StatusCode {
+			continue
+		}
+		if decode != nil {
+			if err := decode(data); err != nil {
+				return Response{}, &Failure{Status: resp.StatusCode, Code: CodeInvalidResponse,
+					Details: "server returned malformed JSON: " + err.Error(), RequestID: requestID, Transport: true, Cause: err}
+			}
+		}
+		return Response{Status: resp.StatusCode, RequestID: requestID, Body: data}, nil
+	}
+	return Response{}, decodeErrorResponse(resp.StatusCode, data, requestID)
+}
+
+// newRequest is req as an HTTP request with the headers upstream sends.
+func (c *Client) newRequest(ctx context.Context, req Request) (*http.Request, error) {
 	var body io.Reader
 	if req.Body != nil {
 		body = bytes.NewReader(req.Body)
 	}
 	hreq, err := http.NewRequestWithContext(ctx, req.Method, c.server.Endpoint(req.Path), body)
 	if err != nil {
-		return Response{}, transportFailure(err)
+		return nil, err
 	}
 	hreq.Header.Set("User-Agent", UserAgent)
 	accept := req.Accept
@@ -151,54 +181,30 @@ func (c *Client) Call(ctx context.Context, req Request, decode func(body []byte)
 	if req.Bearer != "" {
 		hreq.Header.Set("Authorization", "Bearer "+req.Bearer)
 	}
+	return hreq, nil
+}
 
-	resp, err := c.http.Do(hreq)
-	if err != nil {
-		return Response{}, transportFailure(err)
-	}
-	defer resp.Body.Close()
-	requestID := resp.Header.Get("X-Request-Id")
+// readBody reads a response body in full, bounded at MaxResponseBytes
+// (docs/protocol.md "Response handling"), with its validated x-request-id
+// (empty when invalid).
+func readBody(resp *http.Response) (data []byte, requestID string, f *Failure) {
+	requestID = resp.Header.Get("X-Request-Id")
 	if !validRequestID(requestID) {
 		requestID = ""
 	}
-	tooLarge := func() *Failure {
-		return &Failure{
-			Status:    resp.StatusCode,
-			Code:      CodeResponseTooLarge,
-			Details:   "server response exceeded " + strconv.Itoa(MaxResponseBytes) + " bytes",
-			RequestID: requestID,
-			Transport: true,
-		}
-	}
+	tooLarge := &Failure{Status: resp.StatusCode, Code: CodeResponseTooLarge,
+		Details: "server response exceeded " + strconv.Itoa(MaxResponseBytes) + " bytes", RequestID: requestID, Transport: true}
 	if resp.ContentLength > MaxResponseBytes {
-		return Response{}, tooLarge()
+		return nil, requestID, tooLarge
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
 	if len(data) > MaxResponseBytes {
-		return Response{}, tooLarge()
+		return nil, requestID, tooLarge
 	}
 	if err != nil {
-		return Response{}, transportFailure(err)
+		return nil, requestID, transportFailure(err)
 	}
-	for _, s := range req.Accepted {
-		if s != resp.StatusCode {
-			continue
-		}
-		if decode != nil {
-			if err := decode(data); err != nil {
-				return Response{}, &Failure{
-					Status:    resp.StatusCode,
-					Code:      CodeInvalidResponse,
-					Details:   "server returned malformed JSON: " + err.Error(),
-					RequestID: requestID,
-					Transport: true,
-					Cause:     err,
-				}
-			}
-		}
-		return Response{Status: resp.StatusCode, RequestID: requestID, Body: data}, nil
-	}
-	return Response{}, decodeErrorResponse(resp.StatusCode, data, requestID)
+	return data, requestID, nil
 }
 
 // IsTimeout reports whether a Failure was caused by a context deadline or a
@@ -225,4 +231,44 @@ func EncodeSegment(s string) string {
 		b = append(b, '%', hexUpper[c>>4], hexUpper[c&15])
 	}
 	return string(b)
+}
+
+// caller makes one hold's requests, each bounded end to end by an authority
+// deadline and (when watched) raced against signals through the run's
+// Waiter.
+type caller struct {
+	client *Client
+	w      *Waiter
+}
+
+type callResult struct {
+	resp Response
+	err  error
+}
+
+// call performs req bounded by d. On DeadlineReached or Signalled the request
+// is cancelled and awaited (Await with no abandoned hook): decode writes into
+// the caller's variables, which must not change once call has returned. On
+// Done the *Failure is nil or the API's (or transport's) failure.
+func (c caller) call(d Deadline, watch bool, req Request, decode func([]byte) error) (Response, *Failure, Outcome, error) {
+	o, res, err := Await(c.w, d, watch, nil, func(ctx context.Context) callResult {
+		resp, err := c.client.Call(ctx, req, decode)
+		return callResult{resp, err}
+	})
+	if err != nil || o != Done {
+		return Response{}, nil, o, err
+	}
+	if res.err != nil {
+		return Response{}, failureOf(res.err), Done, nil
+	}
+	return res.resp, nil, Done, nil
+}
+
+// failureOf is err as a *Failure: the API's own, or a transport failure.
+func failureOf(err error) *Failure {
+	var f *Failure
+	if !errors.As(err, &f) {
+		f = transportFailure(err)
+	}
+	return f
 }

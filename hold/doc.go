@@ -20,10 +20,10 @@
 //     "Authority deadline", "Retry and renewal delays";
 //   - the election and lock holds (ElectionHold, LockHold): "Election hold",
 //     "Lock hold"; status and the SSE watch: "Read-only commands", "Watch";
-//   - the host-local authority (LocalStore, LocalElectionHold, LocalLockHold):
-//     exclusive file locks in a checked state directory, with the same events
-//     and budgets ("Host-local authority"). Holder is the interface both
-//     authorities' holds implement.
+//   - Authority, the interface every authority implements: this package's
+//     HTTP holds, the host-local authority (package hold/local: exclusive file
+//     locks in a checked state directory, with the same events and budgets,
+//     "Host-local authority") and etcd (package hold/etcd).
 //
 // Holds write their JSONL events and "octostore: …" diagnostics to the writers
 // they are given; nothing else prints. Usage problems come back as *UsageError

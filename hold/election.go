@@ -8,7 +8,6 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/octostore-supervisor/supervisor/events"
@@ -66,22 +65,14 @@ type ElectionHold struct {
 // the default server, precede the hint (with the backoff, about 1.5 s).
 const unreachableHintAfter = 3
 
-// outcome of a bounded request or wait.
-type outcome int
-
-const (
-	outDone outcome = iota
-	outDeadline
-	outSignal
-)
-
-// runState is one Run's mutable state.
-type runState struct {
-	h       *ElectionHold
-	ctx     context.Context
-	signals <-chan os.Signal
-	em      *Emitter
-	sig     os.Signal // the signal that ended a wait or request
+// electionRun is one ElectionHold.Run: the campaign phase (run), then, once
+// leader, the term it holds (electionTerm).
+type electionRun struct {
+	h   *ElectionHold
+	w   *Waiter
+	api caller
+	em  *Emitter
+	acq acquireBound
 	// transportErrors counts the campaign's transport errors (unreachableHint).
 	transportErrors int
 }
@@ -92,16 +83,10 @@ type runState struct {
 // SIGINT); cancelling ctx is treated as SIGTERM. Only one Run may use a given
 // ElectionHold at a time.
 func (h *ElectionHold) Run(ctx context.Context, signals <-chan os.Signal) int {
-	defaults(&h.Clock, &h.Jitter, &h.Diag)
-	clock := h.Clock
-	cand := h.Candidate
-	r := &runState{h: h, ctx: ctx, signals: signals, em: &Emitter{
-		out: h.Out, clock: clock, kind: events.Election, name: h.ElectionID,
-		server: h.Client.Server().URL, candidate: &cand,
-	}}
-	if h.Out == nil {
-		r.em.out = io.Discard
-	}
+	defaults(&h.Clock, &h.Jitter, &h.Diag, &h.Out)
+	w := &Waiter{Clock: h.Clock, Signals: signals, Ctx: ctx}
+	r := &electionRun{h: h, w: w, api: caller{client: h.Client, w: w},
+		em: NewEmitter(h.spec(), h.Client.Server().URL), acq: newAcquireBound(h.Clock, h.AcquireTimeout)}
 	code, err := r.run()
 	if err != nil {
 		// Only clock failures get here (unsupported OS clock, overflow).
@@ -111,12 +96,19 @@ func (h *ElectionHold) Run(ctx context.Context, signals <-chan os.Signal) int {
 	return code
 }
 
-func (r *runState) diag(f *Failure) { fmt.Fprintf(r.h.Diag, "octostore: %s\n", f.Diagnostic()) }
+// spec is the HoldSpec this hold runs.
+func (h *ElectionHold) spec() HoldSpec {
+	return HoldSpec{Kind: KindElection, Name: h.ElectionID, Candidate: h.Candidate, TTL: h.TTL,
+		AcquireTimeout: h.AcquireTimeout, ShutdownTimeout: h.ShutdownTimeout, Clock: h.Clock, Jitter: h.Jitter,
+		Out: h.Out, Diag: h.Diag}
+}
+
+func (r *electionRun) diag(f *Failure) { fmt.Fprintf(r.h.Diag, "octostore: %s\n", f.Diagnostic()) }
 
 // unreachableHint counts a campaign's transport errors and, at the
 // unreachableHintAfter-th against the default server, says once why the hold
 // keeps waiting and what serves one machine without a network.
-func (r *runState) unreachableHint(f *Failure) {
+func (r *electionRun) unreachableHint(f *Failure) {
 	if f.Code != CodeTransportError {
 		return
 	}
@@ -127,147 +119,184 @@ func (r *runState) unreachableHint(f *Failure) {
 	}
 }
 
-func (r *runState) signalExit() int {
-	if r.sig == syscall.SIGTERM {
-		return ExitSIGTERM
-	}
-	return ExitSIGINT
-}
-
 // schedulerDeadline is a deadline on the scheduler clock only (the
 // acquisition deadline of docs/protocol.md "Election hold" step 1).
 func schedulerDeadline(t time.Time) Deadline {
 	return Deadline{Scheduler: t, ContinuousMS: continuousNever}
 }
 
-func (r *runState) path(suffix string) string {
+// acquireBound is --acquire-timeout as a scheduler-clock deadline; the zero
+// value (no timeout) is never reached and caps nothing.
+type acquireBound struct{ d *Deadline }
+
+func newAcquireBound(c Clock, timeout *time.Duration) acquireBound {
+	if timeout == nil {
+		return acquireBound{}
+	}
+	d := schedulerDeadline(c.Scheduler().Add(*timeout))
+	return acquireBound{&d}
+}
+
+func (a acquireBound) reached(c Clock) bool { return a.d != nil && a.d.Reached(c) }
+
+// cap bounds d by the acquisition deadline.
+func (a acquireBound) cap(d Deadline) Deadline {
+	if a.d == nil {
+		return d
+	}
+	return d.Min(*a.d)
+}
+
+func (r *electionRun) path(suffix string) string {
 	return "/elections/" + EncodeSegment(r.h.ElectionID) + suffix
 }
 
-func (r *runState) ttlSeconds() uint64 { return uint64(r.h.TTL / time.Second) }
+func (r *electionRun) ttlSeconds() uint64 { return uint64(r.h.TTL / time.Second) }
 
-// wait sleeps until d is reached, polling at most every AuthorityPoll so a
-// suspend is noticed (docs/protocol.md "Authority deadline"). It returns
-// outSignal (r.sig set) when a signal arrives first (when watchSignals), else
-// outDeadline.
-func (r *runState) wait(d Deadline, watchSignals bool) (outcome, error) {
-	sigs := r.signals
-	done := r.ctx.Done()
-	if !watchSignals {
-		sigs, done = nil, nil
-	}
-	for {
-		rem, err := d.Remaining(r.h.Clock)
+func (r *electionRun) acquireTimeout() int {
+	r.em.Emit(events.Error, Fields{Reason: ReasonAcquireTimeout})
+	return ExitAcquireTimeout
+}
+
+func (r *electionRun) uncertainPre(reason string) int {
+	r.em.Emit(events.Uncertain, Fields{Reason: reason})
+	return ExitLost
+}
+
+// run is the campaign phase (docs/protocol.md "Election hold" steps 1–7):
+// campaign until leader, an acquire timeout, a fatal answer or a signal.
+func (r *electionRun) run() (int, error) {
+	clock := r.h.Clock
+	for attempt := uint32(0); ; attempt++ {
+		if r.acq.reached(clock) {
+			return r.acquireTimeout(), nil
+		}
+		start, err := Now(clock)
 		if err != nil {
-			return outDeadline, err
+			return 0, err
 		}
-		if rem == 0 {
-			return outDeadline, nil
-		}
-		t := time.NewTimer(min(rem, AuthorityPoll))
-		select {
-		case s := <-sigs:
-			t.Stop()
-			r.sig = s
-			return outSignal, nil
-		case <-done:
-			t.Stop()
-			r.sig = syscall.SIGTERM
-			return outSignal, nil
-		case <-t.C:
-		}
-	}
-}
-
-type callResult struct {
-	resp Response
-	err  error
-}
-
-// call performs req bounded end to end by the authority deadline d, racing
-// it against ≤100 ms polls of both clocks and (when watchSignals) against
-// signals. On outDeadline or outSignal the request is cancelled and awaited,
-// and its result discarded. On outDone, err is nil or a *Failure.
-func (r *runState) call(d Deadline, watchSignals bool, req Request, decode func([]byte) error) (Response, *Failure, outcome, error) {
-	cctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	results := make(chan callResult, 1)
-	go func() {
-		resp, err := r.h.Client.Call(cctx, req, decode)
-		results <- callResult{resp, err}
-	}()
-	abort := func(o outcome) (Response, *Failure, outcome, error) {
-		cancel()
-		<-results
-		return Response{}, nil, o, nil
-	}
-	sigs := r.signals
-	done := r.ctx.Done()
-	if !watchSignals {
-		sigs, done = nil, nil
-	}
-	for {
-		rem, err := d.Remaining(r.h.Clock)
+		initial, err := start.After(SafetyDuration(r.h.TTL))
 		if err != nil {
-			cancel()
-			<-results
-			return Response{}, nil, outDeadline, err
+			return 0, err
 		}
-		if rem == 0 {
-			return abort(outDeadline)
+		cr, f, o, err := r.campaign(r.acq.cap(initial))
+		switch {
+		case err != nil:
+			return 0, err
+		case o == Signalled:
+			return r.w.SignalExit(), nil
+		case o == DeadlineReached && r.acq.d != nil && !r.acq.d.Scheduler.After(initial.Scheduler):
+			return r.acquireTimeout(), nil
+		case o == DeadlineReached:
+			return r.uncertainPre(ReasonInitialAuthorityDeadline), nil
+		case f == nil && cr.Status == ElectionStatusLeader:
+			return r.lead(start, initial, cr)
+		case r.acq.reached(clock):
+			return r.acquireTimeout(), nil
 		}
-		t := time.NewTimer(min(rem, AuthorityPoll))
-		select {
-		case res := <-results:
-			t.Stop()
-			if res.err != nil {
-				var f *Failure
-				if !errors.As(res.err, &f) {
-					f = transportFailure(res.err)
-				}
-				return Response{}, f, outDone, nil
-			}
-			return res.resp, nil, outDone, nil
-		case s := <-sigs:
-			t.Stop()
-			r.sig = s
-			return abort(outSignal)
-		case <-done:
-			t.Stop()
-			r.sig = syscall.SIGTERM
-			return abort(outSignal)
-		case <-t.C:
+		if code, done, err := r.retry(f, cr, attempt); done || err != nil {
+			return code, err
 		}
 	}
 }
 
-func (r *runState) campaign(d Deadline) (CampaignResponse, *Failure, outcome, error) {
+func (r *electionRun) campaign(d Deadline) (CampaignResponse, *Failure, Outcome, error) {
 	var cr CampaignResponse
 	req := Request{Method: http.MethodPost, Path: r.path(pathCampaign),
 		Body: campaignBody(r.h.Candidate, r.ttlSeconds()), Accepted: []int{http.StatusOK}}
-	_, f, o, err := r.call(d, true, req, func(b []byte) (err error) { cr, err = DecodeCampaignResponse(b); return err })
+	_, f, o, err := r.api.call(d, true, req, func(b []byte) (err error) { cr, err = DecodeCampaignResponse(b); return err })
 	return cr, f, o, err
+}
+
+// retry reports a campaign that did not make us leader and waits before the
+// next one (docs/protocol.md "Election hold" step 7), bounded by the
+// acquisition deadline; done reports that code is final.
+func (r *electionRun) retry(f *Failure, cr CampaignResponse, attempt uint32) (code int, done bool, err error) {
+	var delay time.Duration
+	var reason string
+	switch {
+	case f == nil: // follower
+		delay, reason = GuidedWaitDelay(cr.RetryAfterMS, r.h.Jitter()), ReasonFollower
+	case f.RetryableBeforeAcquire():
+		r.diag(f)
+		r.unreachableHint(f)
+		delay, reason = WaitDelay(f, attempt, r.h.Jitter()), f.Code
+	default:
+		r.diag(f)
+		r.em.Emit(events.Error, Fields{Reason: f.Code})
+		return f.ExitCode(), true, nil
+	}
+	ms := uint64(delay / time.Millisecond)
+	r.em.Emit(events.Waiting, Fields{RetryAfter: &ms, Reason: reason})
+	d, err := within(r.h.Clock, delay)
+	if err != nil {
+		return 0, true, err
+	}
+	o, err := r.w.Sleep(r.acq.cap(d), true)
+	if err != nil || o == Signalled {
+		return r.w.SignalExit(), true, err
+	}
+	return 0, false, nil
+}
+
+// lead turns a leader answer into authority (docs/protocol.md "Election hold"
+// steps 5–6) — or, when it came too late, for someone else, or past the
+// acquisition deadline, resigns it unconfirmed and stops.
+func (r *electionRun) lead(start Instant, initial Deadline, cr CampaignResponse) (int, error) {
+	clock := r.h.Clock
+	var reason string
+	switch {
+	case r.acq.reached(clock):
+		if err := r.preAuthorityResign(cr.LeaderToken); err != nil {
+			return 0, err
+		}
+		return r.acquireTimeout(), nil
+	case initial.Reached(clock):
+		reason = ReasonInitialAuthorityDeadline
+	case cr.ElectionID != r.h.ElectionID || cr.Leader.CandidateID != r.h.Candidate:
+		reason = ReasonAuthorityIdentityMismatch
+	}
+	var obs AuthorityObservation
+	if reason == "" {
+		var err error
+		obs, err = ObserveAuthority(clock, initial)
+		if errors.Is(err, ErrBudgetExhausted) {
+			reason = ReasonInitialAuthorityDeadline
+		} else if err != nil {
+			return 0, err
+		}
+	}
+	if reason != "" {
+		if err := r.preAuthorityResign(cr.LeaderToken); err != nil {
+			return 0, err
+		}
+		return r.uncertainPre(reason), nil
+	}
+	term, exp := cr.Leader.Term, cr.Leader.ExpiresAt
+	r.em.Emit(events.Leader, Fields{Term: &term, ExpiresAt: &exp, Authority: &obs})
+	renewAt, safety, err := RenewalSchedule(start, r.h.TTL, cr.RenewAfterMS, r.h.Jitter())
+	if err != nil {
+		return 0, err
+	}
+	t := &electionTerm{r: r, token: cr.LeaderToken, term: term, expires: exp, renewAt: renewAt, safety: safety}
+	return t.hold()
 }
 
 // resign sends one resign bounded by budget and reports whether it proved that
 // term was released (docs/protocol.md "Election hold" shutdown). Signals are
 // not watched: once a shutdown attempt starts it completes.
-func (r *runState) resign(token string, term uint64, budget time.Duration) (bool, error) {
+func (r *electionRun) resign(token string, term uint64, budget time.Duration) (bool, error) {
 	if budget <= 0 {
 		return false, nil
 	}
-	start, err := Now(r.h.Clock)
-	if err != nil {
-		return false, err
-	}
-	d, err := start.After(budget)
+	d, err := within(r.h.Clock, budget)
 	if err != nil {
 		return false, err
 	}
 	var rr ResignResponse
 	req := Request{Method: http.MethodPost, Path: r.path(pathResign), Body: resignBody(token), Accepted: []int{http.StatusOK}}
-	resp, f, o, err := r.call(d, false, req, func(b []byte) (err error) { rr, err = DecodeResignResponse(b); return err })
-	if err != nil || o != outDone {
+	resp, f, o, err := r.api.call(d, false, req, func(b []byte) (err error) { rr, err = DecodeResignResponse(b); return err })
+	if err != nil || o != Done {
 		return false, err
 	}
 	if f != nil {
@@ -279,250 +308,140 @@ func (r *runState) resign(token string, term uint64, budget time.Duration) (bool
 
 // preAuthorityResign is the bounded, result-ignored resign of
 // docs/protocol.md "Election hold" steps 5–6.
-func (r *runState) preAuthorityResign(token string) error {
+func (r *electionRun) preAuthorityResign(token string) error {
 	_, err := r.resign(token, 0, min(r.h.ShutdownTimeout, MaxShutdownBudget))
 	return err
 }
 
-func (r *runState) run() (int, error) {
-	h := r.h
-	clock := h.Clock
-	var acq *Deadline
-	if h.AcquireTimeout != nil {
-		d := schedulerDeadline(clock.Scheduler().Add(*h.AcquireTimeout))
-		acq = &d
-	}
-	acqReached := func() bool { return acq != nil && acq.Reached(clock) }
-	acquireTimeout := func() int {
-		r.em.Emit(events.Error, Fields{Reason: ReasonAcquireTimeout})
-		return ExitAcquireTimeout
-	}
-	uncertainPre := func(reason string) int {
-		r.em.Emit(events.Uncertain, Fields{Reason: reason})
-		return ExitLost
-	}
-	// sleepPre waits for delay, bounded by the acquisition budget; true means
-	// a signal arrived.
-	sleepPre := func(delay time.Duration) (bool, error) {
-		start, err := Now(clock)
-		if err != nil {
-			return false, err
-		}
-		d, err := start.After(delay)
-		if err != nil {
-			return false, err
-		}
-		if acq != nil {
-			d = d.Min(*acq)
-		}
-		o, err := r.wait(d, true)
-		return o == outSignal, err
-	}
+// electionTerm is the hold phase (docs/protocol.md "Election hold" hold
+// phase): one term held, renewed until a signal, a loss or its safety
+// deadline.
+type electionTerm struct {
+	r       *electionRun
+	token   string
+	term    uint64
+	expires time.Time
+	// renewAt is when the next renewal is due; safety is when authority ends
+	// unless a renewal confirms it.
+	renewAt, safety Deadline
+}
 
-	var attempt uint32
-	for ; ; attempt++ {
-		if acqReached() {
-			return acquireTimeout(), nil
-		}
-		start, err := Now(clock)
+func (t *electionTerm) hold() (int, error) {
+	for {
+		o, err := t.r.w.Sleep(t.renewAt, true)
 		if err != nil {
 			return 0, err
 		}
-		initial, err := start.After(SafetyDuration(h.TTL))
-		if err != nil {
-			return 0, err
+		if o == Signalled {
+			return t.shutdown()
 		}
-		bound := initial
-		if acq != nil {
-			bound = bound.Min(*acq)
-		}
-		cr, f, o, err := r.campaign(bound)
-		if err != nil {
-			return 0, err
-		}
-		switch o {
-		case outSignal:
-			return r.signalExit(), nil
-		case outDeadline:
-			if acq != nil && !acq.Scheduler.After(initial.Scheduler) {
-				return acquireTimeout(), nil
-			}
-			return uncertainPre(ReasonInitialAuthorityDeadline), nil
-		}
-		isLeader := f == nil && cr.Status == ElectionStatusLeader
-		if acqReached() {
-			if isLeader {
-				if err := r.preAuthorityResign(cr.LeaderToken); err != nil {
-					return 0, err
-				}
-			}
-			return acquireTimeout(), nil
-		}
-		if isLeader {
-			if initial.Reached(clock) {
-				if err := r.preAuthorityResign(cr.LeaderToken); err != nil {
-					return 0, err
-				}
-				return uncertainPre(ReasonInitialAuthorityDeadline), nil
-			}
-			if cr.ElectionID != h.ElectionID || cr.Leader.CandidateID != h.Candidate {
-				if err := r.preAuthorityResign(cr.LeaderToken); err != nil {
-					return 0, err
-				}
-				return uncertainPre(ReasonAuthorityIdentityMismatch), nil
-			}
-			obs, err := ObserveAuthority(clock, initial)
-			if errors.Is(err, ErrBudgetExhausted) {
-				if err := r.preAuthorityResign(cr.LeaderToken); err != nil {
-					return 0, err
-				}
-				return uncertainPre(ReasonInitialAuthorityDeadline), nil
-			}
-			if err != nil {
-				return 0, err
-			}
-			term, exp := cr.Leader.Term, cr.Leader.ExpiresAt
-			r.em.Emit(events.Leader, Fields{Term: &term, ExpiresAt: &exp, Authority: &obs})
-			return r.holdPhase(start, cr)
-		}
-		var delay time.Duration
-		var reason string
-		switch {
-		case f == nil: // follower
-			delay, reason = GuidedWaitDelay(cr.RetryAfterMS, h.Jitter()), ReasonFollower
-		case f.RetryableBeforeAcquire():
-			r.diag(f)
-			r.unreachableHint(f)
-			delay, reason = WaitDelay(f, attempt, h.Jitter()), f.Code
-		default:
-			r.diag(f)
-			r.em.Emit(events.Error, Fields{Reason: f.Code})
-			return f.ExitCode(), nil
-		}
-		ms := uint64(delay / time.Millisecond)
-		r.em.Emit(events.Waiting, Fields{RetryAfter: &ms, Reason: reason})
-		signalled, err := sleepPre(delay)
-		if err != nil {
-			return 0, err
-		}
-		if signalled {
-			return r.signalExit(), nil
+		if code, done, err := t.renew(); done || err != nil {
+			return code, err
 		}
 	}
 }
 
-// holdPhase renews until a signal, a loss or the safety deadline
-// (docs/protocol.md "Election hold" hold phase). start is the campaign
-// request's start.
-func (r *runState) holdPhase(start Instant, cr CampaignResponse) (int, error) {
-	h := r.h
-	clock := h.Clock
-	token, term, expires := cr.LeaderToken, cr.Leader.Term, cr.Leader.ExpiresAt
-	renewAt, safety, err := RenewalSchedule(start, h.TTL, cr.RenewAfterMS, h.Jitter())
+// renew renews the term, retrying with backoff within the safety deadline;
+// done reports that the hold ended with code.
+func (t *electionTerm) renew() (code int, done bool, err error) {
+	r, clock := t.r, t.r.h.Clock
+	for attempt := uint32(0); ; attempt++ {
+		if t.safety.Reached(clock) {
+			return t.uncertain(), true, nil
+		}
+		start, err := Now(clock)
+		if err != nil {
+			return 0, true, err
+		}
+		var rr CampaignResponse
+		req := Request{Method: http.MethodPost, Path: r.path(pathRenew),
+			Body: renewBody(t.token, r.ttlSeconds()), Accepted: []int{http.StatusOK}}
+		_, f, o, err := r.api.call(t.safety, true, req, func(b []byte) (err error) { rr, err = DecodeCampaignResponse(b); return err })
+		if code, done, err := settled(o, err, t.shutdown, t.uncertainErr); done {
+			return code, true, err
+		}
+		switch {
+		case t.safety.Reached(clock):
+			return t.uncertain(), true, nil
+		case f == nil:
+			return t.renewed(start, rr)
+		case f.ProvesLoss():
+			r.diag(f)
+			return t.lost(f.Code), true, nil
+		}
+		r.diag(f)
+		backoff, err := within(clock, BackoffWaitDelay(attempt, r.h.Jitter()))
+		if err != nil {
+			return 0, true, err
+		}
+		// The backoff is bounded by authority: the next attempt's safety check
+		// ends the hold when it is reached.
+		o, err = r.w.Sleep(backoff.Min(t.safety), true)
+		if err != nil {
+			return 0, true, err
+		}
+		if o == Signalled {
+			code, err := t.shutdown()
+			return code, true, err
+		}
+	}
+}
+
+// renewed checks a renewal answer and moves the schedule on from start, the
+// renew request's start.
+func (t *electionTerm) renewed(start Instant, rr CampaignResponse) (int, bool, error) {
+	h := t.r.h
+	if rr.Status != ElectionStatusLeader || rr.ElectionID != h.ElectionID ||
+		rr.Leader.CandidateID != h.Candidate || rr.Leader.Term != t.term {
+		return t.lost(ReasonTermChanged), true, nil
+	}
+	renewAt, safety, err := RenewalSchedule(start, h.TTL, rr.RenewAfterMS, h.Jitter())
+	if err != nil {
+		return 0, true, err
+	}
+	t.renewAt, t.safety, t.expires = renewAt, safety, rr.Leader.ExpiresAt
+	obs, err := ObserveAuthority(h.Clock, t.safety)
+	if errors.Is(err, ErrBudgetExhausted) {
+		return t.uncertain(), true, nil
+	}
+	if err != nil {
+		return 0, true, err
+	}
+	exp := t.expires
+	t.r.em.Emit(events.Renewed, Fields{Term: &t.term, ExpiresAt: &exp, Authority: &obs})
+	return 0, false, nil
+}
+
+func (t *electionTerm) uncertain() int {
+	exp := t.expires
+	t.r.em.Emit(events.Uncertain, Fields{Term: &t.term, ExpiresAt: &exp, Reason: ReasonRenewalDeadlineExceeded})
+	return ExitLost
+}
+
+func (t *electionTerm) uncertainErr() (int, error) { return t.uncertain(), nil }
+
+func (t *electionTerm) lost(reason string) int {
+	exp := t.expires
+	t.r.em.Emit(events.Lost, Fields{Term: &t.term, ExpiresAt: &exp, Reason: reason})
+	return ExitLost
+}
+
+// shutdown resigns after a signal, within the shutdown budget and the
+// remaining authority.
+func (t *electionTerm) shutdown() (int, error) {
+	r := t.r
+	rem, err := t.safety.Remaining(r.h.Clock)
 	if err != nil {
 		return 0, err
 	}
-	uncertainHeld := func() int {
-		exp := expires
-		r.em.Emit(events.Uncertain, Fields{Term: &term, ExpiresAt: &exp, Reason: ReasonRenewalDeadlineExceeded})
-		return ExitLost
+	ok, err := r.resign(t.token, t.term, ShutdownBudget(r.h.ShutdownTimeout, rem))
+	if err != nil {
+		return 0, err
 	}
-	lost := func(reason string) int {
-		exp := expires
-		r.em.Emit(events.Lost, Fields{Term: &term, ExpiresAt: &exp, Reason: reason})
-		return ExitLost
+	if ok {
+		r.em.Emit(events.Released, Fields{Term: &t.term, Reason: ReasonSignal})
+	} else {
+		r.em.Emit(events.Uncertain, Fields{Term: &t.term, Reason: ReasonReleaseUnconfirmed})
 	}
-	shutdown := func() (int, error) {
-		rem, err := safety.Remaining(clock)
-		if err != nil {
-			return 0, err
-		}
-		ok, err := r.resign(token, term, ShutdownBudget(h.ShutdownTimeout, rem))
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			r.em.Emit(events.Released, Fields{Term: &term, Reason: ReasonSignal})
-		} else {
-			r.em.Emit(events.Uncertain, Fields{Term: &term, Reason: ReasonReleaseUnconfirmed})
-		}
-		return r.signalExit(), nil
-	}
-	for {
-		o, err := r.wait(renewAt, true)
-		if err != nil {
-			return 0, err
-		}
-		if o == outSignal {
-			return shutdown()
-		}
-	retry:
-		for attempt := uint32(0); ; attempt++ {
-			if safety.Reached(clock) {
-				return uncertainHeld(), nil
-			}
-			s2, err := Now(clock)
-			if err != nil {
-				return 0, err
-			}
-			var rr CampaignResponse
-			req := Request{Method: http.MethodPost, Path: r.path(pathRenew),
-				Body: renewBody(token, r.ttlSeconds()), Accepted: []int{http.StatusOK}}
-			_, f, o, err := r.call(safety, true, req, func(b []byte) (err error) { rr, err = DecodeCampaignResponse(b); return err })
-			if err != nil {
-				return 0, err
-			}
-			switch o {
-			case outSignal:
-				return shutdown()
-			case outDeadline:
-				return uncertainHeld(), nil
-			}
-			if safety.Reached(clock) {
-				return uncertainHeld(), nil
-			}
-			switch {
-			case f == nil:
-				if rr.Status != ElectionStatusLeader || rr.ElectionID != h.ElectionID ||
-					rr.Leader.CandidateID != h.Candidate || rr.Leader.Term != term {
-					return lost(ReasonTermChanged), nil
-				}
-				newRenewAt, newSafety, err := RenewalSchedule(s2, h.TTL, rr.RenewAfterMS, h.Jitter())
-				if err != nil {
-					return 0, err
-				}
-				renewAt, safety, expires = newRenewAt, newSafety, rr.Leader.ExpiresAt
-				obs, err := ObserveAuthority(clock, safety)
-				if errors.Is(err, ErrBudgetExhausted) {
-					return uncertainHeld(), nil
-				}
-				if err != nil {
-					return 0, err
-				}
-				exp := expires
-				r.em.Emit(events.Renewed, Fields{Term: &term, ExpiresAt: &exp, Authority: &obs})
-				break retry
-			case f.ProvesLoss():
-				r.diag(f)
-				return lost(f.Code), nil
-			default:
-				r.diag(f)
-				bs, err := Now(clock)
-				if err != nil {
-					return 0, err
-				}
-				d, err := bs.After(BackoffWaitDelay(attempt, h.Jitter()))
-				if err != nil {
-					return 0, err
-				}
-				o, err := r.wait(d.Min(safety), true)
-				if err != nil {
-					return 0, err
-				}
-				if o == outSignal {
-					return shutdown()
-				}
-			}
-		}
-	}
+	return r.w.SignalExit(), nil
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/octostore-supervisor/supervisor/events"
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
 )
 
 var authorityBin string
@@ -368,9 +369,12 @@ func TestElectionHoldLateInitialAuthority(t *testing.T) {
 	t.Parallel()
 	f := startFake(t)
 	id := f.createElection()
-	// 0.8 × 5 s = 4 s: the leader answer arrives too late to be authority.
-	f.fault(map[string]any{"route": "campaign", "kind": "delay", "delay_ms": 4500, "count": 1})
-	r := startHold(t, f, id, "agent-a", 5*time.Second)
+	// 0.8 × 5 s = 4 s: the leader answer arrives too late to be authority
+	// (4.5 s of the hold's clock pass while it is in flight).
+	clk := newManualClock()
+	r := startHold(t, f, id, "agent-a", 5*time.Second, withClock(clk), func(h *ElectionHold) {
+		arriveLate(t, h.Client, clk, pathCampaign, 4500*time.Millisecond)
+	})
 	r.expectNext(events.Uncertain, ReasonInitialAuthorityDeadline)
 	sameEvents(t, r.finish(ExitLost), events.Uncertain)
 }
@@ -465,11 +469,18 @@ func TestElectionHoldRenewalStall(t *testing.T) {
 	id := f.createElection()
 	f.fault(map[string]any{"route": "campaign", "kind": "timing", "renew_after_ms": 200, "count": 1})
 	f.fault(map[string]any{"route": "election_renew", "kind": "stall_headers"})
-	r := startHold(t, f, id, "agent-a", 5*time.Second)
+	clk := newManualClock()
+	r := startHold(t, f, id, "agent-a", 5*time.Second, withClock(clk), slowRequests(t))
 	leader := r.expectNext(events.Leader, "")
-	start := time.Now()
+	start := clk.Scheduler()
+	clk.advance(200 * time.Millisecond) // renew_at
+	f.waitRequests("election_renew", 1)
+	// The safety deadline is 4 s after the campaign started, which was no
+	// later than start: the uncertain line must come with the clock there,
+	// while the renewal still stalls.
+	clk.advance(3800 * time.Millisecond)
 	u := r.expectNext(events.Uncertain, ReasonRenewalDeadlineExceeded)
-	if el := time.Since(start); el > 4500*time.Millisecond {
+	if el := clk.Scheduler().Sub(start); el > 4500*time.Millisecond {
 		t.Errorf("uncertain after %v, past the 4 s safety deadline", el)
 	}
 	if u["term"] != leader["term"] || u["expires_at"] != leader["expires_at"] {
@@ -499,10 +510,7 @@ func TestElectionHoldSignalBeforeAuthority(t *testing.T) {
 	id := f.createElection()
 	f.fault(map[string]any{"route": "campaign", "kind": "stall_headers", "count": 1})
 	r := startHold(t, f, id, "agent-a", 5*time.Second)
-	deadline := time.Now().Add(5 * time.Second)
-	for f.requests("campaign") == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	proctest.WaitFor(t, 5*time.Second, "the campaign request", func() bool { return f.requests("campaign") > 0 })
 	r.signals <- syscall.SIGTERM
 	sameEvents(t, r.finish(ExitSIGTERM))
 }

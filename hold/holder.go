@@ -5,9 +5,9 @@ import (
 	"os"
 )
 
-// Holder is one hold run by either authority: the OctoStore HTTP service
-// (ElectionHold, LockHold) or the host-local file-lock authority
-// (LocalElectionHold, LocalLockHold). Both print the same JSONL events with the
+// Holder is one hold run by the OctoStore HTTP service (ElectionHold,
+// LockHold); the host-local authority (package hold/local) runs its holds
+// through Authority.Hold. Both print the same JSONL events with the
 // same budget arithmetic, so the CLI and the supervisor treat them alike.
 //
 // Run returns the exit status (docs/protocol.md "Exit codes"): 11, 20, 64, 70,
@@ -20,6 +20,4 @@ type Holder interface {
 var (
 	_ Holder = (*ElectionHold)(nil)
 	_ Holder = (*LockHold)(nil)
-	_ Holder = (*LocalElectionHold)(nil)
-	_ Holder = (*LocalLockHold)(nil)
 )

@@ -45,36 +45,53 @@ type LockHold struct {
 	Out, Diag       io.Writer
 }
 
-// lockRun is one LockHold.Run's state. It reuses the election runState for
-// its bounded wait and call helpers (runState is keyed on *ElectionHold, so a
-// shim ElectionHold carries the client, clock and jitter).
+// lockRun is one LockHold.Run. Like etcd's concurrency.Election over a
+// *Session, it composes two leases the server grants: the session (Phase A
+// creates it, keepalives confirm it, every exit deletes it) and the lock's
+// lease held through it (Phase B acquires it, Phase C renews it, a signal
+// releases it). Authority is the earlier of the two deadlines.
 type lockRun struct {
-	*runState
-	h   *LockHold
-	acq *Deadline
+	h     *LockHold
+	w     *Waiter
+	api   caller
+	em    *Emitter
+	acq   acquireBound
+	sess  session
+	lease lease
+}
 
-	sessionID     string
-	interval      time.Duration
-	nextKeepalive Deadline
-	sessionDL     Deadline
+// session is the lock session (docs/protocol.md "Lock hold" Phase A): its
+// keepalives are due every interval, and each confirmation bounds authority
+// by SessionConfirmation from the keepalive's start.
+type session struct {
+	r        *lockRun
+	id       string
+	interval time.Duration
+	// nextKeepalive is when the next keepalive is due; confirmed is when the
+	// last confirmation stops counting.
+	nextKeepalive, confirmed Deadline
+}
 
-	leaseID string
+// lease is the lock's lease (docs/protocol.md "Lock hold" Phases B–C).
+type lease struct {
+	r       *lockRun
+	id      string
+	term    uint64 // the fencing token
+	expires time.Time
+	// renewAt is when the next renewal is due; safety is when the lease's
+	// authority ends unless a renewal confirms it.
+	renewAt, safety Deadline
 }
 
 // Run executes the hold and returns the exit status
 // (docs/protocol.md "Exit codes"): 11, 20, 64, 70, 130 or 143; never 0. Signals
 // and ctx behave as for ElectionHold.Run.
 func (h *LockHold) Run(ctx context.Context, signals <-chan os.Signal) int {
-	defaults(&h.Clock, &h.Jitter, &h.Diag)
-	shim := &ElectionHold{Client: h.Client, Clock: h.Clock, Jitter: h.Jitter, Diag: h.Diag, ShutdownTimeout: h.ShutdownTimeout}
-	out := h.Out
-	if out == nil {
-		out = io.Discard
-	}
-	r := &lockRun{h: h, runState: &runState{h: shim, ctx: ctx, signals: signals, em: &Emitter{
-		out: out, clock: h.Clock, kind: events.Lock, name: h.Name,
-		server: h.Client.Server().URL, candidate: nil, // never candidate_id on locks
-	}}}
+	defaults(&h.Clock, &h.Jitter, &h.Diag, &h.Out)
+	w := &Waiter{Clock: h.Clock, Signals: signals, Ctx: ctx}
+	r := &lockRun{h: h, w: w, api: caller{client: h.Client, w: w},
+		em: NewEmitter(h.spec(), h.Client.Server().URL), acq: newAcquireBound(h.Clock, h.AcquireTimeout)}
+	r.sess.r, r.lease.r = r, r
 	code, err := r.run()
 	if err != nil {
 		fmt.Fprintf(h.Diag, "octostore: %s\n", r.redact(err.Error()))
@@ -83,9 +100,15 @@ func (h *LockHold) Run(ctx context.Context, signals <-chan os.Signal) int {
 	return code
 }
 
+// spec is the HoldSpec this hold runs.
+func (h *LockHold) spec() HoldSpec {
+	return HoldSpec{Kind: KindLock, Name: h.Name, TTL: h.TTL, AcquireTimeout: h.AcquireTimeout,
+		ShutdownTimeout: h.ShutdownTimeout, Clock: h.Clock, Jitter: h.Jitter, Out: h.Out, Diag: h.Diag}
+}
+
 // redact removes every secret this run knows from s.
 func (r *lockRun) redact(s string) string {
-	return Redact(Redact(Redact(s, r.h.Token), r.leaseID), r.sessionID)
+	return Redact(Redact(Redact(s, r.h.Token), r.lease.id), r.sess.id)
 }
 
 func (r *lockRun) diagf(f *Failure) {
@@ -96,58 +119,31 @@ func (r *lockRun) ttlSeconds() uint64 { return uint64(r.h.TTL / time.Second) }
 
 func (r *lockRun) lockPath(suffix string) string { return "/locks/" + EncodeSegment(r.h.Name) + suffix }
 
-func (r *lockRun) sessionPath() string { return "/sessions/" + EncodeSegment(r.sessionID) }
-
-func (r *lockRun) acqReached() bool { return r.acq != nil && r.acq.Reached(r.h.Clock) }
-
-// within is the deadline budget from now.
-func (r *lockRun) within(d time.Duration) (Deadline, error) {
-	now, err := Now(r.h.Clock)
-	if err != nil {
-		return Deadline{}, err
-	}
-	return now.After(max(d, 0))
+// request is an authenticated request of this hold.
+func (r *lockRun) request(method, path string, body []byte, accepted ...int) Request {
+	return Request{Method: method, Path: path, Body: body, Bearer: r.h.Token, Accepted: accepted}
 }
 
-// deleteSession ends the session, bounded by d; the result is ignored.
-func (r *lockRun) deleteSessionBy(d Deadline) error {
-	if r.sessionID == "" {
-		return nil
-	}
-	req := Request{Method: http.MethodDelete, Path: r.sessionPath(), Bearer: r.h.Token, Accepted: []int{http.StatusNoContent}}
-	_, f, _, err := r.call(d, false, req, nil)
-	if f != nil {
-		r.diagf(f)
-	}
-	return err
-}
-
-// deleteSession is the cleanup DELETE outside the signal path, bounded by
-// --shutdown-timeout alone.
-func (r *lockRun) deleteSession() error {
-	if r.h.ShutdownTimeout <= 0 {
-		return nil
-	}
-	d, err := r.within(r.h.ShutdownTimeout)
-	if err != nil {
-		return err
-	}
-	return r.deleteSessionBy(d)
+func (r *lockRun) waiting(delay time.Duration, reason string) {
+	ms := uint64(delay / time.Millisecond)
+	r.em.Emit(events.Waiting, Fields{RetryAfter: &ms, Reason: reason})
 }
 
 // Terminal helpers that DELETE the session at the right moment
 // (docs/protocol.md "Lock hold" session cleanup): before an acquire-timeout
 // error, after loss events.
 func (r *lockRun) acquireTimeout() (int, error) {
-	if err := r.deleteSession(); err != nil {
+	if err := r.sess.deleteWithin(r.h.ShutdownTimeout); err != nil {
 		return 0, err
 	}
 	r.em.Emit(events.Error, Fields{Reason: ReasonAcquireTimeout})
 	return ExitAcquireTimeout, nil
 }
 
+// finishAfter deletes the session (bounded by --shutdown-timeout alone) and
+// ends the hold with code.
 func (r *lockRun) finishAfter(code int) (int, error) {
-	if err := r.deleteSession(); err != nil {
+	if err := r.sess.deleteWithin(r.h.ShutdownTimeout); err != nil {
 		return 0, err
 	}
 	return code, nil
@@ -158,31 +154,45 @@ func (r *lockRun) uncertainPre(reason string) (int, error) {
 	return r.finishAfter(ExitLost)
 }
 
-func (r *lockRun) signalled() (int, error) { return r.finishAfter(r.signalExit()) }
+func (r *lockRun) signalled() (int, error) { return r.finishAfter(r.w.SignalExit()) }
 
-func (r *lockRun) keepalive(d Deadline) (*Failure, outcome, error) {
-	var kr KeepaliveResponse
-	req := Request{Method: http.MethodPost, Path: r.sessionPath() + "/keepalive", Bearer: r.h.Token, Accepted: []int{http.StatusOK}}
-	start, err := Now(r.h.Clock)
-	if err != nil {
-		return nil, outDeadline, err
+func (r *lockRun) run() (int, error) {
+	if code, done, err := r.createSession(); done || err != nil {
+		return code, err
 	}
-	_, f, o, err := r.call(d, true, req, func(b []byte) (err error) { kr, err = DecodeKeepaliveResponse(b); return err })
-	if err != nil || o != outDone || f != nil {
-		return f, o, err
-	}
-	if kr.SessionID != r.sessionID {
-		return &Failure{Status: http.StatusOK, Code: CodeSessionIdentityMismatch,
-			Details: "server confirmed a different session"}, outDone, nil
-	}
-	if err := r.anchorSession(start); err != nil {
-		return nil, outDone, err
-	}
-	return nil, outDone, nil
+	return r.acquireLoop()
 }
 
-func (r *lockRun) anchorSession(start Instant) error {
-	nk, err := start.After(r.interval)
+// create asks for a session, bounded by d.
+func (s *session) create(d Deadline) (SessionCreateResponse, *Failure, Outcome, error) {
+	var sr SessionCreateResponse
+	req := s.r.request(http.MethodPost, "/sessions", sessionCreateBody(), http.StatusCreated)
+	_, f, o, err := s.r.api.call(d, true, req, func(b []byte) (err error) { sr, err = DecodeSessionCreateResponse(b); return err })
+	return sr, f, o, err
+}
+
+// keepalive confirms the session, bounded by d, and re-anchors its deadlines
+// on the request's start.
+func (s *session) keepalive(d Deadline) (*Failure, Outcome, error) {
+	var kr KeepaliveResponse
+	req := s.r.request(http.MethodPost, s.path()+"/keepalive", nil, http.StatusOK)
+	start, err := Now(s.r.h.Clock)
+	if err != nil {
+		return nil, DeadlineReached, err
+	}
+	_, f, o, err := s.r.api.call(d, true, req, func(b []byte) (err error) { kr, err = DecodeKeepaliveResponse(b); return err })
+	if err != nil || o != Done || f != nil {
+		return f, o, err
+	}
+	if kr.SessionID != s.id {
+		return &Failure{Status: http.StatusOK, Code: CodeSessionIdentityMismatch,
+			Details: "server confirmed a different session"}, Done, nil
+	}
+	return nil, Done, s.anchor(start)
+}
+
+func (s *session) anchor(start Instant) error {
+	nk, err := start.After(s.interval)
 	if err != nil {
 		return err
 	}
@@ -190,34 +200,42 @@ func (r *lockRun) anchorSession(start Instant) error {
 	if err != nil {
 		return err
 	}
-	r.nextKeepalive, r.sessionDL = nk, sd
+	s.nextKeepalive, s.confirmed = nk, sd
 	return nil
 }
 
-func (r *lockRun) waiting(delay time.Duration, reason string) {
-	ms := uint64(delay / time.Millisecond)
-	r.em.Emit(events.Waiting, Fields{RetryAfter: &ms, Reason: reason})
+func (s *session) path() string { return "/sessions/" + EncodeSegment(s.id) }
+
+// delete ends the session, bounded by d; the result is ignored.
+func (s *session) delete(d Deadline) error {
+	if s.id == "" {
+		return nil
+	}
+	_, f, _, err := s.r.api.call(d, false, s.r.request(http.MethodDelete, s.path(), nil, http.StatusNoContent), nil)
+	if f != nil {
+		s.r.diagf(f)
+	}
+	return err
 }
 
-func (r *lockRun) run() (int, error) {
-	h := r.h
-	clock := h.Clock
-	if h.AcquireTimeout != nil {
-		d := schedulerDeadline(clock.Scheduler().Add(*h.AcquireTimeout))
-		r.acq = &d
+// deleteWithin is the cleanup DELETE outside the signal path, bounded by
+// budget (--shutdown-timeout) alone.
+func (s *session) deleteWithin(budget time.Duration) error {
+	if budget <= 0 {
+		return nil
 	}
-	if code, done, err := r.createSession(); done || err != nil {
-		return code, err
+	d, err := within(s.r.h.Clock, budget)
+	if err != nil {
+		return err
 	}
-	return r.acquireLoop()
+	return s.delete(d)
 }
 
 // createSession is Phase A. done reports that code is final.
 func (r *lockRun) createSession() (code int, done bool, err error) {
-	h := r.h
-	clock := h.Clock
+	clock := r.h.Clock
 	for attempt := uint32(0); ; attempt++ {
-		if r.acqReached() {
+		if r.acq.reached(clock) {
 			r.em.Emit(events.Error, Fields{Reason: ReasonAcquireTimeout})
 			return ExitAcquireTimeout, true, nil
 		}
@@ -226,378 +244,440 @@ func (r *lockRun) createSession() (code int, done bool, err error) {
 			return 0, true, err
 		}
 		// Bounded only by the acquisition deadline and the request timeout.
-		bound := Deadline{Scheduler: start.Scheduler.Add(100 * 365 * 24 * time.Hour), ContinuousMS: continuousNever}
-		if r.acq != nil {
-			bound = *r.acq
-		}
-		var sr SessionCreateResponse
-		req := Request{Method: http.MethodPost, Path: "/sessions", Body: sessionCreateBody(), Bearer: h.Token, Accepted: []int{http.StatusCreated}}
-		_, f, o, err := r.call(bound, true, req, func(b []byte) (err error) { sr, err = DecodeSessionCreateResponse(b); return err })
-		if err != nil {
+		sr, f, o, err := r.sess.create(r.acq.cap(forever))
+		switch {
+		case err != nil:
 			return 0, true, err
-		}
-		switch o {
-		case outSignal:
-			return r.signalExit(), true, nil
-		case outDeadline:
+		case o == Signalled:
+			return r.w.SignalExit(), true, nil
+		case o == DeadlineReached:
 			r.em.Emit(events.Error, Fields{Reason: ReasonAcquireTimeout})
 			return ExitAcquireTimeout, true, nil
-		}
-		if f == nil {
-			r.sessionID = sr.SessionID
-			if sr.KeepaliveIntervalSecs < 1 || sr.KeepaliveIntervalSecs > maxKeepaliveIntervalSecs {
-				r.diagf(InvalidSessionIntervalFailure())
-				code, err := r.finishAfter(ExitSoftware)
-				return code, true, err
-			}
-			r.interval = time.Duration(sr.KeepaliveIntervalSecs) * time.Second
-			return 0, false, r.anchorSession(start)
+		case f == nil:
+			return r.sessionCreated(start, sr)
 		}
 		r.diagf(f)
 		if !f.RetryableBeforeAcquire() {
 			return ExitSoftware, true, nil
 		}
-		delay := WaitDelay(f, attempt, h.Jitter())
+		delay := WaitDelay(f, attempt, r.h.Jitter())
 		r.waiting(delay, f.Code)
-		d, err := r.within(delay)
+		d, err := within(clock, delay)
 		if err != nil {
 			return 0, true, err
 		}
-		if r.acq != nil {
-			d = d.Min(*r.acq)
-		}
-		o, err = r.wait(d, true)
-		if err != nil {
-			return 0, true, err
-		}
-		if o == outSignal {
-			return r.signalExit(), true, nil
+		if o, err := r.w.Sleep(r.acq.cap(d), true); err != nil || o == Signalled {
+			return r.w.SignalExit(), true, err
 		}
 	}
 }
 
-// acquireLoop is Phase B.
+// sessionCreated checks the new session's keepalive interval and anchors its
+// deadlines on start, the create request's start.
+func (r *lockRun) sessionCreated(start Instant, sr SessionCreateResponse) (int, bool, error) {
+	r.sess.id = sr.SessionID
+	if sr.KeepaliveIntervalSecs < 1 || sr.KeepaliveIntervalSecs > maxKeepaliveIntervalSecs {
+		r.diagf(InvalidSessionIntervalFailure())
+		code, err := r.finishAfter(ExitSoftware)
+		return code, true, err
+	}
+	r.sess.interval = time.Duration(sr.KeepaliveIntervalSecs) * time.Second
+	return 0, false, r.sess.anchor(start)
+}
+
+// acquireLoop is Phase B: acquire the lease through the session, keeping the
+// session alive while the lock is held by someone else.
 func (r *lockRun) acquireLoop() (int, error) {
-	h := r.h
-	clock := h.Clock
+	clock := r.h.Clock
 	var attempt uint32
 	var retryAt *Deadline
 	for {
-		if r.acqReached() {
+		switch {
+		case r.acq.reached(clock):
 			return r.acquireTimeout()
-		}
-		if r.sessionDL.Reached(clock) {
+		case r.sess.confirmed.Reached(clock):
 			return r.uncertainPre(ReasonSessionConfirmationDeadline)
-		}
-		if r.nextKeepalive.Reached(clock) {
-			f, o, err := r.keepalive(r.sessionDL)
+		case r.sess.nextKeepalive.Reached(clock):
+			if code, done, err := r.keepaliveBeforeAcquire(&attempt); done || err != nil {
+				return code, err
+			}
+			continue
+		case retryAt != nil && !retryAt.Reached(clock):
+			// Poll: the keepalive, the session's and the acquisition's
+			// deadlines may come before the retry.
+			d, err := within(clock, AuthorityPoll)
 			if err != nil {
 				return 0, err
 			}
-			switch {
-			case o == outSignal:
-				return r.signalled()
-			case o == outDeadline:
-				continue
-			case f == nil:
-				attempt = 0
-				continue
-			case f.ProvesLoss():
-				r.diagf(f)
-				return r.uncertainPre(f.Code)
-			case f.RetryableBeforeAcquire():
-				r.diagf(f)
-				delay := WaitDelay(f, attempt, h.Jitter())
-				attempt++
-				r.waiting(delay, f.Code)
-				d, err := r.within(delay)
-				if err != nil {
-					return 0, err
-				}
-				o, err := r.wait(d.Min(r.sessionDL), true)
-				if err != nil {
-					return 0, err
-				}
-				if o == outSignal {
-					return r.signalled()
-				}
-				continue
-			default:
-				r.diagf(f)
-				return r.finishAfter(ExitSoftware)
-			}
-		}
-		if retryAt != nil && !retryAt.Reached(clock) {
-			d, err := r.within(AuthorityPoll)
-			if err != nil {
-				return 0, err
-			}
-			d = d.Min(*retryAt).Min(r.nextKeepalive).Min(r.sessionDL)
-			if r.acq != nil {
-				d = d.Min(*r.acq)
-			}
-			o, err := r.wait(d, true)
-			if err != nil {
-				return 0, err
-			}
-			if o == outSignal {
-				return r.signalled()
+			d = r.acq.cap(d.Min(*retryAt).Min(r.sess.nextKeepalive).Min(r.sess.confirmed))
+			if o, err := r.w.Sleep(d, true); err != nil || o == Signalled {
+				return r.signalledOr(err)
 			}
 			continue
 		}
-		retryAt = nil
-
-		start, err := Now(clock)
-		if err != nil {
-			return 0, err
+		code, done, next, err := r.tryAcquire(&attempt)
+		if done || err != nil {
+			return code, err
 		}
-		initial, err := start.After(SafetyDuration(h.TTL))
-		if err != nil {
-			return 0, err
-		}
-		bound := initial.Min(r.sessionDL).Min(r.nextKeepalive)
-		if r.acq != nil {
-			bound = bound.Min(*r.acq)
-		}
-		var ar AcquireResponse
-		req := Request{Method: http.MethodPost, Path: r.lockPath("/acquire"), Bearer: h.Token,
-			Body: acquireBody(r.sessionID, r.ttlSeconds()), Accepted: []int{http.StatusOK, http.StatusConflict}}
-		_, f, o, err := r.call(bound, true, req, func(b []byte) (err error) { ar, err = DecodeAcquireResponse(b); return err })
-		if err != nil {
-			return 0, err
-		}
-		switch o {
-		case outSignal:
-			return r.signalled()
-		case outDeadline:
-			switch {
-			case r.acqReached():
-				return r.acquireTimeout()
-			case initial.Reached(clock):
-				return r.uncertainPre(ReasonInitialAuthorityDeadline)
-			}
-			continue // keepalive (or session deadline) due
-		}
-		if r.acqReached() {
-			return r.acquireTimeout()
-		}
-		if r.sessionDL.Reached(clock) {
-			return r.uncertainPre(ReasonSessionConfirmationDeadline)
-		}
-		if f == nil && ar.Status == LockStatusAcquired {
-			r.leaseID = ar.LeaseID
-			if initial.Reached(clock) {
-				return r.uncertainPre(ReasonInitialAuthorityDeadline)
-			}
-			obs, err := ObserveAuthority(clock, initial.Min(r.sessionDL))
-			if errors.Is(err, ErrBudgetExhausted) {
-				reason := ReasonInitialAuthorityDeadline
-				if r.sessionDL.NoLaterThan(initial) {
-					reason = ReasonSessionConfirmationDeadline
-				}
-				return r.uncertainPre(reason)
-			}
-			if err != nil {
-				return 0, err
-			}
-			term, exp := ar.FencingToken, ar.ExpiresAt
-			r.em.Emit(events.Acquired, Fields{Term: &term, ExpiresAt: &exp, Authority: &obs})
-			return r.holdPhase(start, ar)
-		}
-		var delay time.Duration
-		var reason string
-		switch {
-		case f == nil:
-			delay = GuidedWaitDelay(ar.RetryAfterMS, h.Jitter())
-			reason = ReasonHeld
-			if ar.Status == LockStatusDelayed {
-				reason = ReasonDelayed
-			}
-		case f.RetryableBeforeAcquire():
-			r.diagf(f)
-			delay, reason = WaitDelay(f, attempt, h.Jitter()), f.Code
-		default:
-			r.diagf(f)
-			if err := r.deleteSession(); err != nil {
-				return 0, err
-			}
-			r.em.Emit(events.Error, Fields{Reason: f.Code})
-			return f.ExitCode(), nil
-		}
-		attempt++
-		r.waiting(delay, reason)
-		d, err := r.within(delay)
-		if err != nil {
-			return 0, err
-		}
-		retryAt = &d
+		retryAt = next
 	}
 }
 
-// holdPhase is Phase C: renew the lease and keep the session alive until a
-// signal, a loss or an authority deadline. start is the acquire request's
-// start.
-func (r *lockRun) holdPhase(start Instant, ar AcquireResponse) (int, error) {
-	h := r.h
-	clock := h.Clock
-	term, expires := ar.FencingToken, ar.ExpiresAt
-	renewAt, safety, err := RenewalSchedule(start, h.TTL, ar.RenewAfterMS, h.Jitter())
+// signalledOr is the signal exit, unless err ends the hold first.
+func (r *lockRun) signalledOr(err error) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	authority := func() Deadline { return safety.Min(r.sessionDL) }
-	uncertainHeld := func() (int, error) {
-		reason := ReasonRenewalDeadlineExceeded
-		if r.sessionDL.NoLaterThan(safety) {
+	return r.signalled()
+}
+
+// keepaliveBeforeAcquire keeps the session alive in Phase B; a retryable
+// failure waits (bounded by the session deadline) before the loop goes on.
+func (r *lockRun) keepaliveBeforeAcquire(attempt *uint32) (int, bool, error) {
+	f, o, err := r.sess.keepalive(r.sess.confirmed)
+	if code, done, err := settled(o, err, r.signalled, nil); done {
+		return code, true, err
+	}
+	switch {
+	case o == DeadlineReached:
+		return 0, false, nil // the loop reports the deadline
+	case f == nil:
+		*attempt = 0
+		return 0, false, nil
+	case f.ProvesLoss():
+		r.diagf(f)
+		code, err := r.uncertainPre(f.Code)
+		return code, true, err
+	case !f.RetryableBeforeAcquire():
+		r.diagf(f)
+		code, err := r.finishAfter(ExitSoftware)
+		return code, true, err
+	}
+	r.diagf(f)
+	delay := WaitDelay(f, *attempt, r.h.Jitter())
+	*attempt++
+	r.waiting(delay, f.Code)
+	d, err := within(r.h.Clock, delay)
+	if err != nil {
+		return 0, true, err
+	}
+	if o, err := r.w.Sleep(d.Min(r.sess.confirmed), true); err != nil || o == Signalled {
+		code, err := r.signalledOr(err)
+		return code, true, err
+	}
+	return 0, false, nil
+}
+
+// acquire asks for the lease, bounded by d.
+func (l *lease) acquire(d Deadline) (AcquireResponse, *Failure, Outcome, error) {
+	var ar AcquireResponse
+	req := l.r.request(http.MethodPost, l.r.lockPath("/acquire"), acquireBody(l.r.sess.id, l.r.ttlSeconds()),
+		http.StatusOK, http.StatusConflict)
+	_, f, o, err := l.r.api.call(d, true, req, func(b []byte) (err error) { ar, err = DecodeAcquireResponse(b); return err })
+	return ar, f, o, err
+}
+
+// tryAcquire is one acquire attempt of Phase B; unless done, retryAt is when
+// the next one may start (nil: at once, once the keepalive is through).
+func (r *lockRun) tryAcquire(attempt *uint32) (code int, done bool, retryAt *Deadline, err error) {
+	clock := r.h.Clock
+	start, err := Now(clock)
+	if err != nil {
+		return 0, true, nil, err
+	}
+	initial, err := start.After(SafetyDuration(r.h.TTL))
+	if err != nil {
+		return 0, true, nil, err
+	}
+	ar, f, o, err := r.lease.acquire(r.acq.cap(initial.Min(r.sess.confirmed).Min(r.sess.nextKeepalive)))
+	switch {
+	case err != nil:
+		return 0, true, nil, err
+	case o == Signalled:
+		code, err = r.signalled()
+	case o == DeadlineReached && r.acq.reached(clock):
+		code, err = r.acquireTimeout()
+	case o == DeadlineReached && initial.Reached(clock):
+		code, err = r.uncertainPre(ReasonInitialAuthorityDeadline)
+	case o == DeadlineReached:
+		return 0, false, nil, nil // keepalive (or session deadline) due
+	case r.acq.reached(clock):
+		code, err = r.acquireTimeout()
+	case r.sess.confirmed.Reached(clock):
+		code, err = r.uncertainPre(ReasonSessionConfirmationDeadline)
+	case f == nil && ar.Status == LockStatusAcquired:
+		code, err = r.acquired(start, initial, ar)
+	default:
+		return r.acquireRetry(f, ar, attempt)
+	}
+	return code, true, nil, err
+}
+
+// acquireRetry reports an acquire that did not grant the lease and schedules
+// the next one.
+func (r *lockRun) acquireRetry(f *Failure, ar AcquireResponse, attempt *uint32) (int, bool, *Deadline, error) {
+	var delay time.Duration
+	var reason string
+	switch {
+	case f == nil:
+		delay = GuidedWaitDelay(ar.RetryAfterMS, r.h.Jitter())
+		reason = ReasonHeld
+		if ar.Status == LockStatusDelayed {
+			reason = ReasonDelayed
+		}
+	case f.RetryableBeforeAcquire():
+		r.diagf(f)
+		delay, reason = WaitDelay(f, *attempt, r.h.Jitter()), f.Code
+	default:
+		r.diagf(f)
+		if err := r.sess.deleteWithin(r.h.ShutdownTimeout); err != nil {
+			return 0, true, nil, err
+		}
+		r.em.Emit(events.Error, Fields{Reason: f.Code})
+		return f.ExitCode(), true, nil, nil
+	}
+	*attempt++
+	r.waiting(delay, reason)
+	d, err := within(r.h.Clock, delay)
+	if err != nil {
+		return 0, true, nil, err
+	}
+	return 0, false, &d, nil
+}
+
+// acquired turns a granted lease into authority, bounded by both the
+// lease's initial deadline and the session's confirmation, and holds it.
+func (r *lockRun) acquired(start Instant, initial Deadline, ar AcquireResponse) (int, error) {
+	clock := r.h.Clock
+	r.lease.id = ar.LeaseID
+	if initial.Reached(clock) {
+		return r.uncertainPre(ReasonInitialAuthorityDeadline)
+	}
+	obs, err := ObserveAuthority(clock, initial.Min(r.sess.confirmed))
+	if errors.Is(err, ErrBudgetExhausted) {
+		reason := ReasonInitialAuthorityDeadline
+		if r.sess.confirmed.NoLaterThan(initial) {
 			reason = ReasonSessionConfirmationDeadline
 		}
-		exp := expires
-		r.em.Emit(events.Uncertain, Fields{Term: &term, ExpiresAt: &exp, Reason: reason})
-		return r.finishAfter(ExitLost)
+		return r.uncertainPre(reason)
 	}
-	lost := func(reason string) (int, error) {
-		exp := expires
-		r.em.Emit(events.Lost, Fields{Term: &term, ExpiresAt: &exp, Reason: reason})
-		return r.finishAfter(ExitLost)
+	if err != nil {
+		return 0, err
 	}
-	shutdown := func() (int, error) {
-		rem, err := authority().Remaining(clock)
-		if err != nil {
-			return 0, err
-		}
-		budget := ShutdownBudget(h.ShutdownTimeout, rem)
-		ok := false
-		if budget > 0 {
-			d, err := r.within(budget)
-			if err != nil {
-				return 0, err
-			}
-			req := Request{Method: http.MethodPost, Path: r.lockPath("/release"), Bearer: h.Token,
-				Body: releaseBody(r.leaseID), Accepted: []int{http.StatusOK}}
-			resp, f, o, err := r.call(d, false, req, nil)
-			if err != nil {
-				return 0, err
-			}
-			if f != nil {
-				r.diagf(f)
-			}
-			ok = o == outDone && f == nil && resp.Status == http.StatusOK && isJSONNull(resp.Body)
-			if err := r.deleteSessionBy(d); err != nil {
-				return 0, err
-			}
-		}
-		if ok {
-			r.em.Emit(events.Released, Fields{Term: &term, Reason: ReasonSignal})
-		} else {
-			r.em.Emit(events.Uncertain, Fields{Term: &term, Reason: ReasonReleaseUnconfirmed})
-		}
-		return r.signalExit(), nil
+	l := &r.lease
+	l.term, l.expires = ar.FencingToken, ar.ExpiresAt
+	r.em.Emit(events.Acquired, Fields{Term: &l.term, ExpiresAt: &l.expires, Authority: &obs})
+	l.renewAt, l.safety, err = RenewalSchedule(start, r.h.TTL, ar.RenewAfterMS, r.h.Jitter())
+	if err != nil {
+		return 0, err
 	}
+	return r.holdPhase()
+}
 
+// authority is when the held lock stops being ours: the lease's safety
+// deadline or the session's confirmation, whichever comes first.
+func (r *lockRun) authority() Deadline { return r.lease.safety.Min(r.sess.confirmed) }
+
+// holdPhase is Phase C: renew the lease and keep the session alive until a
+// signal, a loss or an authority deadline.
+func (r *lockRun) holdPhase() (int, error) {
+	clock := r.h.Clock
 	for {
 		// The authority deadline is waited for too: a server may announce a
 		// keepalive interval (up to 30 s) that ends past the 24 s session
 		// bound, and the end of authority must be reported when it comes,
 		// not at the next keepalive.
-		o, err := r.wait(renewAt.Min(r.nextKeepalive).Min(authority()), true)
-		if err != nil {
+		o, err := r.w.Sleep(r.lease.renewAt.Min(r.sess.nextKeepalive).Min(r.authority()), true)
+		switch {
+		case err != nil:
 			return 0, err
+		case o == Signalled:
+			return r.shutdown()
+		case r.authority().Reached(clock):
+			return r.uncertainHeld()
 		}
-		if o == outSignal {
-			return shutdown()
-		}
-		if authority().Reached(clock) {
-			return uncertainHeld()
-		}
-		sessionDue := r.nextKeepalive.Reached(clock)
-		leaseDue := renewAt.Reached(clock)
+		sessionDue, leaseDue := r.sess.nextKeepalive.Reached(clock), r.lease.renewAt.Reached(clock)
 		if !sessionDue && !leaseDue {
 			continue
 		}
-	retry:
-		for attempt := uint32(0); ; attempt++ {
-			if authority().Reached(clock) {
-				return uncertainHeld()
-			}
-			if sessionDue {
-				f, o, err := r.keepalive(authority())
-				if err != nil {
-					return 0, err
-				}
-				switch {
-				case o == outSignal:
-					return shutdown()
-				case o == outDeadline:
-					continue retry
-				case authority().Reached(clock):
-					return uncertainHeld()
-				case f == nil:
-					sessionDue = false
-				case f.ProvesLoss():
-					r.diagf(f)
-					return lost(f.Code)
-				default:
-					r.diagf(f)
-				}
-			}
-			if leaseDue {
-				rs, err := Now(clock)
-				if err != nil {
-					return 0, err
-				}
-				var rr LockRenewResponse
-				req := Request{Method: http.MethodPost, Path: r.lockPath("/renew"), Bearer: h.Token,
-					Body: lockRenewBody(r.leaseID, r.ttlSeconds()), Accepted: []int{http.StatusOK}}
-				_, f, o, err := r.call(authority(), true, req, func(b []byte) (err error) { rr, err = DecodeLockRenewResponse(b); return err })
-				if err != nil {
-					return 0, err
-				}
-				switch {
-				case o == outSignal:
-					return shutdown()
-				case o == outDeadline:
-					continue retry
-				case authority().Reached(clock):
-					return uncertainHeld()
-				case f == nil && rr.LeaseID != r.leaseID:
-					return lost(ReasonLeaseChanged)
-				case f == nil:
-					newRenewAt, newSafety, err := RenewalSchedule(rs, h.TTL, rr.RenewAfterMS, h.Jitter())
-					if err != nil {
-						return 0, err
-					}
-					renewAt, safety, expires = newRenewAt, newSafety, rr.ExpiresAt
-					leaseDue = false
-				case f.ProvesLoss():
-					r.diagf(f)
-					return lost(f.Code)
-				default:
-					r.diagf(f)
-				}
-			}
-			if !sessionDue && !leaseDue {
-				obs, err := ObserveAuthority(clock, authority())
-				if errors.Is(err, ErrBudgetExhausted) {
-					return uncertainHeld()
-				}
-				if err != nil {
-					return 0, err
-				}
-				exp := expires
-				r.em.Emit(events.Renewed, Fields{Term: &term, ExpiresAt: &exp, Authority: &obs})
-				break retry
-			}
-			d, err := r.within(BackoffWaitDelay(attempt, h.Jitter()))
-			if err != nil {
-				return 0, err
-			}
-			o, err := r.wait(d.Min(authority()), true)
-			if err != nil {
-				return 0, err
-			}
-			if o == outSignal {
-				return shutdown()
-			}
+		if code, done, err := r.confirm(sessionDue, leaseDue); done || err != nil {
+			return code, err
 		}
 	}
+}
+
+// confirm sends the keepalive and the renewal that are due, retrying with
+// backoff within authority until both are confirmed (a renewed event) or the
+// hold ends.
+func (r *lockRun) confirm(sessionDue, leaseDue bool) (code int, done bool, err error) {
+	clock := r.h.Clock
+	for attempt := uint32(0); ; attempt++ {
+		if r.authority().Reached(clock) {
+			code, err := r.uncertainHeld()
+			return code, true, err
+		}
+		if sessionDue {
+			if sessionDue, code, done, err = r.keepaliveHeld(); done || err != nil {
+				return code, true, err
+			}
+		}
+		if leaseDue {
+			if leaseDue, code, done, err = r.renewHeld(); done || err != nil {
+				return code, true, err
+			}
+		}
+		if !sessionDue && !leaseDue {
+			return r.renewed()
+		}
+		d, err := within(clock, BackoffWaitDelay(attempt, r.h.Jitter()))
+		if err != nil {
+			return 0, true, err
+		}
+		if o, err := r.w.Sleep(d.Min(r.authority()), true); err != nil || o == Signalled {
+			code, err := r.shutdownOr(err)
+			return code, true, err
+		}
+	}
+}
+
+// shutdownOr is the signal shutdown, unless err ends the hold first.
+func (r *lockRun) shutdownOr(err error) (int, error) {
+	if err != nil {
+		return 0, err
+	}
+	return r.shutdown()
+}
+
+// keepaliveHeld is one Phase C keepalive; due reports that it is still due
+// (a failure to retry).
+func (r *lockRun) keepaliveHeld() (due bool, code int, done bool, err error) {
+	f, o, err := r.sess.keepalive(r.authority())
+	return r.heldStep(f, o, err)
+}
+
+// renewHeld is one Phase C lease renewal, as keepaliveHeld.
+func (r *lockRun) renewHeld() (due bool, code int, done bool, err error) {
+	lost, f, o, err := r.lease.renew(r.authority())
+	if lost {
+		code, err := r.lost(ReasonLeaseChanged)
+		return false, code, true, err
+	}
+	return r.heldStep(f, o, err)
+}
+
+// heldStep judges a Phase C request's result. A deadline outcome means
+// authority is reached (the request was bounded by it), which the next check
+// reports.
+func (r *lockRun) heldStep(f *Failure, o Outcome, err error) (due bool, code int, done bool, _ error) {
+	if code, done, err := settled(o, err, r.shutdown, r.uncertainHeld); done {
+		return true, code, true, err
+	}
+	switch {
+	case r.authority().Reached(r.h.Clock):
+		code, err = r.uncertainHeld()
+		return true, code, true, err
+	case f == nil:
+		return false, 0, false, nil
+	case f.ProvesLoss():
+		r.diagf(f)
+		code, err = r.lost(f.Code)
+		return true, code, true, err
+	}
+	r.diagf(f)
+	return true, 0, false, nil
+}
+
+// renew renews the lease, bounded by d. lost reports that the server renewed
+// a different lease; on success the schedule moves on from the request's
+// start.
+func (l *lease) renew(d Deadline) (lost bool, f *Failure, o Outcome, err error) {
+	h := l.r.h
+	start, err := Now(h.Clock)
+	if err != nil {
+		return false, nil, DeadlineReached, err
+	}
+	var rr LockRenewResponse
+	req := l.r.request(http.MethodPost, l.r.lockPath("/renew"), lockRenewBody(l.id, l.r.ttlSeconds()), http.StatusOK)
+	_, f, o, err = l.r.api.call(d, true, req, func(b []byte) (err error) { rr, err = DecodeLockRenewResponse(b); return err })
+	// An answer that came after authority ended is judged by the caller's
+	// deadline check, before its content.
+	if err != nil || o != Done || f != nil || d.Reached(h.Clock) {
+		return false, f, o, err
+	}
+	if rr.LeaseID != l.id {
+		return true, nil, Done, nil
+	}
+	l.renewAt, l.safety, err = RenewalSchedule(start, h.TTL, rr.RenewAfterMS, h.Jitter())
+	l.expires = rr.ExpiresAt
+	return false, nil, Done, err
+}
+
+// renewed reports a confirmed session and lease.
+func (r *lockRun) renewed() (int, bool, error) {
+	obs, err := ObserveAuthority(r.h.Clock, r.authority())
+	if errors.Is(err, ErrBudgetExhausted) {
+		code, err := r.uncertainHeld()
+		return code, true, err
+	}
+	if err != nil {
+		return 0, true, err
+	}
+	exp := r.lease.expires
+	r.em.Emit(events.Renewed, Fields{Term: &r.lease.term, ExpiresAt: &exp, Authority: &obs})
+	return 0, false, nil
+}
+
+func (r *lockRun) uncertainHeld() (int, error) {
+	reason := ReasonRenewalDeadlineExceeded
+	if r.sess.confirmed.NoLaterThan(r.lease.safety) {
+		reason = ReasonSessionConfirmationDeadline
+	}
+	exp := r.lease.expires
+	r.em.Emit(events.Uncertain, Fields{Term: &r.lease.term, ExpiresAt: &exp, Reason: reason})
+	return r.finishAfter(ExitLost)
+}
+
+func (r *lockRun) lost(reason string) (int, error) {
+	exp := r.lease.expires
+	r.em.Emit(events.Lost, Fields{Term: &r.lease.term, ExpiresAt: &exp, Reason: reason})
+	return r.finishAfter(ExitLost)
+}
+
+// release gives the lease back, bounded by d, and reports whether the server
+// confirmed it.
+func (l *lease) release(d Deadline) (bool, error) {
+	req := l.r.request(http.MethodPost, l.r.lockPath("/release"), releaseBody(l.id), http.StatusOK)
+	resp, f, o, err := l.r.api.call(d, false, req, nil)
+	if f != nil {
+		l.r.diagf(f)
+	}
+	return o == Done && f == nil && resp.Status == http.StatusOK && isJSONNull(resp.Body), err
+}
+
+// shutdown releases the lease and deletes the session after a signal, both
+// within one budget: --shutdown-timeout capped by the remaining authority.
+func (r *lockRun) shutdown() (int, error) {
+	rem, err := r.authority().Remaining(r.h.Clock)
+	if err != nil {
+		return 0, err
+	}
+	ok := false
+	if budget := ShutdownBudget(r.h.ShutdownTimeout, rem); budget > 0 {
+		d, err := within(r.h.Clock, budget)
+		if err != nil {
+			return 0, err
+		}
+		if ok, err = r.lease.release(d); err != nil {
+			return 0, err
+		}
+		if err := r.sess.delete(d); err != nil {
+			return 0, err
+		}
+	}
+	if ok {
+		r.em.Emit(events.Released, Fields{Term: &r.lease.term, Reason: ReasonSignal})
+	} else {
+		r.em.Emit(events.Uncertain, Fields{Term: &r.lease.term, Reason: ReasonReleaseUnconfirmed})
+	}
+	return r.w.SignalExit(), nil
 }

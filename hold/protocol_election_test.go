@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -33,7 +34,7 @@ func electionDone(t *testing.T, r *holdRun, code int) []string {
 	return names
 }
 
-func diagOf(h *ElectionHold) string { return h.Diag.(*bytes.Buffer).String() }
+func diagOf(h *ElectionHold) string { return h.Diag.(fmt.Stringer).String() }
 
 // docs/protocol.md "Easy to miss" item 2: failures after authority are retried
 // silently — never a `waiting` (the supervisor treats one as loss) and never a
@@ -366,7 +367,7 @@ func TestProtocolElectionZeroRenewAfterNoStorm(t *testing.T) {
 		r := startHold(t, f, id, "agent-a", 5*time.Second)
 		r.expectNext(events.Leader, "")
 		start := time.Now()
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // time must really pass: this case measures the rate on the real clock
 		n := f.requests("election_renew")
 		el := time.Since(start)
 		require.GreaterOrEqual(t, n, 1)
@@ -589,11 +590,14 @@ func TestProtocolElectionAuthorityDisappears(t *testing.T) {
 	f, stop := startAuthority(t, "t")
 	id := f.createElection()
 	clk := newManualClock()
-	r := startHold(t, f, id, "agent-a", 5*time.Second, withClock(clk))
+	diag := &proctest.SyncBuffer{}
+	r := startHold(t, f, id, "agent-a", 5*time.Second, withClock(clk), func(h *ElectionHold) { h.Diag = diag })
 	r.expectNext(events.Leader, "")
 	stop()
 	clk.advance(2400 * time.Millisecond)
-	time.Sleep(300 * time.Millisecond) // a failed renewal or two, in backoff
+	proctest.WaitFor(t, 10*time.Second, "a failed renewal", func() bool {
+		return strings.Contains(diag.String(), "could not confirm the server response")
+	}) // then in backoff
 	clk.advance(1600 * time.Millisecond)
 	r.expectNext(events.Uncertain, ReasonRenewalDeadlineExceeded)
 	sameEvents(t, electionDone(t, r, ExitLost), events.Leader, events.Uncertain)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/octostore-supervisor/supervisor/events"
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
 )
 
 // Test support for the protocol, golden and signal tests: a clock that only
@@ -32,11 +34,56 @@ import (
 // when the test advances them, so deadline behaviour is decided by the test
 // and not by how busy the machine is. The wall clock stays real: it only
 // feeds observed_at, which no decision depends on.
+//
+// Its timers (Timers) are real timers that also fire the moment the test
+// moves the clock past them, so a hold waiting on this clock reacts to
+// advance at once instead of at its next real poll.
 type manualClock struct {
 	mu      sync.Mutex
 	sched   time.Time
 	cont    int64
 	waiters []chan struct{}
+	timers  []*manualTimer
+}
+
+// manualTimer is one NewTimer of a manualClock.
+type manualTimer struct {
+	due  time.Time
+	c    chan time.Time
+	once sync.Once
+	real *time.Timer
+}
+
+func (t *manualTimer) fire() {
+	t.once.Do(func() { t.c <- time.Now() })
+}
+
+// NewTimer implements Timers.
+func (c *manualClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &manualTimer{due: c.sched.Add(d), c: make(chan time.Time, 1)}
+	t.real = time.AfterFunc(d, t.fire)
+	c.timers = append(c.timers, t)
+	return t.c, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.timers = slices.DeleteFunc(c.timers, func(o *manualTimer) bool { return o == t })
+		return t.real.Stop()
+	}
+}
+
+// fireLocked fires the timers the scheduler clock has reached, or all of
+// them after a suspend (a resumed machine's pollers wake up).
+func (c *manualClock) fireLocked(all bool) {
+	c.timers = slices.DeleteFunc(c.timers, func(t *manualTimer) bool {
+		if all || !c.sched.Before(t.due) {
+			t.real.Stop()
+			t.fire()
+			return true
+		}
+		return false
+	})
 }
 
 func newManualClock() *manualClock {
@@ -66,6 +113,16 @@ func (c *manualClock) advance(d time.Duration) {
 	c.mu.Lock()
 	c.sched = c.sched.Add(d)
 	c.cont += d.Milliseconds()
+	c.fireLocked(false)
+	c.mu.Unlock()
+}
+
+// advanceQuietly moves both clocks without waking any timer: time passed
+// while the hold was not looking, which it notices only at its next poll.
+func (c *manualClock) advanceQuietly(d time.Duration) {
+	c.mu.Lock()
+	c.sched = c.sched.Add(d)
+	c.cont += d.Milliseconds()
 	c.mu.Unlock()
 }
 
@@ -74,6 +131,7 @@ func (c *manualClock) advance(d time.Duration) {
 func (c *manualClock) suspend(d time.Duration) {
 	c.mu.Lock()
 	c.cont += d.Milliseconds()
+	c.fireLocked(true)
 	c.mu.Unlock()
 }
 
@@ -127,7 +185,7 @@ func arriveLate(t *testing.T, c *Client, clk *manualClock, suffix string, d time
 			case <-time.After(5 * time.Second):
 				t.Errorf("the hold did not poll its clock while %s was in flight", suffix)
 			}
-			clk.advance(d)
+			clk.advanceQuietly(d)
 		})
 	})
 }
@@ -213,17 +271,12 @@ func (f *fake) records(route string) []record {
 // waitRequests waits (generously) until route has been requested n times.
 func (f *fake) waitRequests(route string, n int) {
 	f.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for f.requests(route) < n {
-		if time.Now().After(deadline) {
-			f.t.Fatalf("timed out waiting for %d %s requests (have %d)", n, route, f.requests(route))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	proctest.WaitFor(f.t, 10*time.Second, fmt.Sprintf("%d %s requests", n, route), func() bool { return f.requests(route) >= n })
 }
 
 // steady asserts route's request count stays at want for a while: with a
 // frozen clock nothing may be requested that the clock did not make due.
+// Time must really pass here: it proves that nothing happens.
 func (f *fake) steady(route string, want int, d time.Duration) {
 	f.t.Helper()
 	time.Sleep(d)

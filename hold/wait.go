@@ -21,6 +21,26 @@ const (
 	Signalled
 )
 
+// Timers is implemented by a Clock whose waits must follow it rather than
+// the process's real timers: a test clock that moves only when told to fires
+// the timers it passes at once, so a test never sleeps for a deadline its
+// clock has already reached. A Clock without it (SystemClock) gets
+// time.NewTimer.
+type Timers interface {
+	// NewTimer returns a channel that receives once d has passed, and a
+	// function that stops the timer. Firing early is allowed: every wait
+	// re-reads the clock when its timer fires.
+	NewTimer(d time.Duration) (<-chan time.Time, func() bool)
+}
+
+func newTimer(c Clock, d time.Duration) (<-chan time.Time, func() bool) {
+	if t, ok := c.(Timers); ok {
+		return t.NewTimer(d)
+	}
+	t := time.NewTimer(d)
+	return t.C, t.Stop
+}
+
 // Waiter is the one way a hold waits (docs/protocol.md "Authority deadline"):
 // until an authority deadline on both clocks, sampled at least every
 // AuthorityPoll so a suspend that stops the scheduler clock is still noticed
@@ -37,6 +57,16 @@ type Waiter struct {
 	Signal os.Signal
 }
 
+// SignalExit is the exit status for the signal that ended the last
+// Signalled wait: 143 for SIGTERM (and a cancelled context), 130 for SIGINT
+// and anything else.
+func (w *Waiter) SignalExit() int {
+	if w.Signal == syscall.SIGTERM {
+		return ExitSIGTERM
+	}
+	return ExitSIGINT
+}
+
 // Sleep waits until d is reached. With watch false, signals and the context
 // are left pending for a later wait: a shutdown step that has begun is not
 // interrupted by a second signal.
@@ -45,12 +75,44 @@ func (w *Waiter) Sleep(d Deadline, watch bool) (Outcome, error) {
 	return o, err
 }
 
+// SleepFor is Sleep until d from now.
+func (w *Waiter) SleepFor(d time.Duration, watch bool) (Outcome, error) {
+	dl, err := within(w.Clock, d)
+	if err != nil {
+		return DeadlineReached, err
+	}
+	return w.Sleep(dl, watch)
+}
+
+// within is the deadline d (negative counts as zero) after now on both of
+// c's clocks.
+func within(c Clock, d time.Duration) (Deadline, error) {
+	now, err := Now(c)
+	if err != nil {
+		return Deadline{}, err
+	}
+	return now.After(max(d, 0))
+}
+
 // Await runs op in its own goroutine, bounded end to end by d, and returns
 // its result when it finishes first (Done). When the deadline or a watched
-// signal comes first, op's context is cancelled and Await returns at once
-// without waiting for op: a hung request or file system cannot stretch
-// authority. If op later finishes anyway, abandoned (when not nil) receives
-// its result, so whatever op acquired is released. A nil op waits for d alone.
+// signal comes first, op's context is cancelled and the zero T is returned.
+//
+// What happens to the cancelled op depends on abandoned, because two kinds of
+// work are awaited:
+//
+//   - abandoned nil: op honours its context, as an HTTP request does
+//     (net/http returns promptly once the context is cancelled). Await waits
+//     for it to return, so when the hold sends its next request (a resign, a
+//     release, a session DELETE) or returns, nothing of the cancelled one is
+//     still running on the client: requests never overlap, and no goroutine
+//     outlives the run.
+//   - abandoned set: op may ignore its context (a lock on a hung file
+//     system, which no one can interrupt). Await returns at once, so the
+//     hung call cannot stretch authority, and abandoned receives op's result
+//     whenever op returns, to release whatever it acquired.
+//
+// A nil op waits for d alone.
 func Await[T any](w *Waiter, d Deadline, watch bool, abandoned func(T), op func(context.Context) T) (Outcome, T, error) {
 	var zero T
 	ctx, cancel := context.WithCancel(context.Background())
@@ -58,11 +120,16 @@ func Await[T any](w *Waiter, d Deadline, watch bool, abandoned func(T), op func(
 	if op != nil {
 		go func() { results <- op(ctx) }()
 	}
-	abandon := func() {
+	stop := func(o Outcome, err error) (Outcome, T, error) {
 		cancel()
-		if op != nil && abandoned != nil {
+		switch {
+		case op == nil:
+		case abandoned == nil:
+			<-results
+		default:
 			go func() { abandoned(<-results) }()
 		}
+		return o, zero, err
 	}
 	sigs, done := w.Signals, w.doneChan()
 	if !watch {
@@ -71,33 +138,56 @@ func Await[T any](w *Waiter, d Deadline, watch bool, abandoned func(T), op func(
 	for {
 		rem, err := d.Remaining(w.Clock)
 		if err != nil || rem == 0 {
-			abandon()
-			return DeadlineReached, zero, err
+			return stop(DeadlineReached, err)
 		}
-		t := time.NewTimer(min(rem, AuthorityPoll))
+		// Without a deadline there is no suspend to notice: no polling.
+		fired, stopTimer := (<-chan time.Time)(nil), func() bool { return false }
+		if d != forever {
+			fired, stopTimer = newTimer(w.Clock, min(rem, AuthorityPoll))
+		}
 		select {
 		case res := <-results:
-			t.Stop()
+			stopTimer()
 			cancel()
 			return Done, res, nil
 		case s := <-sigs:
-			t.Stop()
+			stopTimer()
 			w.Signal = s
-			abandon()
-			return Signalled, zero, nil
+			return stop(Signalled, nil)
 		case <-done:
-			t.Stop()
+			stopTimer()
 			w.Signal = syscall.SIGTERM
-			abandon()
-			return Signalled, zero, nil
-		case <-t.C:
+			return stop(Signalled, nil)
+		case <-fired:
 		}
 	}
 }
+
+// forever is a deadline no wait reaches: for a wait bounded only by signals
+// and the work itself (a watch stream).
+var forever = Deadline{Scheduler: time.Unix(1<<62, 0), ContinuousMS: continuousNever}
 
 func (w *Waiter) doneChan() <-chan struct{} {
 	if w.Ctx == nil {
 		return nil
 	}
 	return w.Ctx.Done()
+}
+
+// settled ends the hold when a bounded step did not finish: a clock error
+// ends it with that error, a signal with onSignal (the phase's shutdown), a
+// reached deadline with onDeadline — or, when onDeadline is nil, not at all:
+// the caller goes on and its next deadline check reports it.
+func settled(o Outcome, err error, onSignal, onDeadline func() (int, error)) (code int, done bool, _ error) {
+	switch {
+	case err != nil:
+		return 0, true, err
+	case o == Signalled:
+		code, err := onSignal()
+		return code, true, err
+	case o == DeadlineReached && onDeadline != nil:
+		code, err := onDeadline()
+		return code, true, err
+	}
+	return 0, false, nil
 }

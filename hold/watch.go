@@ -10,8 +10,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -180,25 +178,28 @@ type Watch struct {
 // cap. Never 0.
 func (w *Watch) Run(ctx context.Context, signals <-chan os.Signal) int {
 	defaults(&w.Clock, &w.Jitter, &w.Out, &w.Diag)
-	r := &watchRun{w: w, ctx: ctx, signals: signals}
+	r := &watchRun{w: w, waiter: &Waiter{Clock: w.Clock, Signals: signals, Ctx: ctx}}
 	return r.run()
 }
 
 // watchRun is one Run's state.
 type watchRun struct {
 	w       *Watch
-	ctx     context.Context
-	signals <-chan os.Signal
-	sig     os.Signal
+	waiter  *Waiter
 	seq     uint64
 	attempt uint32
+	// err is a clock failure that ended a wait (exit 70).
+	err error
 }
 
-func (r *watchRun) signalExit() int {
-	if r.sig == syscall.SIGTERM {
-		return ExitSIGTERM
+// stopped is the exit status once a wait was interrupted: a signal's, or 70
+// when the clock could not be read.
+func (r *watchRun) stopped() int {
+	if r.err != nil {
+		r.diag(r.err.Error())
+		return ExitSoftware
 	}
-	return ExitSIGINT
+	return r.waiter.SignalExit()
 }
 
 func (r *watchRun) diag(msg string) {
@@ -229,7 +230,7 @@ func (r *watchRun) run() int {
 		// Step 1: every (re)connection starts from the server's status.
 		snap, f, signalled := r.status()
 		if signalled {
-			return r.signalExit()
+			return r.stopped()
 		}
 		switch {
 		case f == nil:
@@ -260,7 +261,7 @@ func (r *watchRun) run() int {
 		delay := ReconnectDelay(guidance, r.attempt, r.w.Jitter())
 		r.nextAttempt()
 		if !r.sleep(delay) {
-			return r.signalExit()
+			return r.stopped()
 		}
 	}
 }
@@ -271,42 +272,34 @@ type snapshot struct {
 	status string
 }
 
-// outcome of an awaited step.
-type awaitOutcome int
-
-const (
-	finished awaitOutcome = iota
-	timedOut
-	interrupted
-)
-
-// await runs fn in a goroutine and waits for it, for timeout (when positive),
-// or for a signal or ctx (r.sig is then set). Unless fn finished first, it
-// calls cancel, which must make fn return promptly, and waits for fn, so no
-// request outlives the step; fn's value is returned in every case (a caller
-// that gives up on it may still have to close what it holds).
-func await[T any](r *watchRun, cancel func(), timeout time.Duration, fn func() T) (T, awaitOutcome) {
-	done := make(chan T, 1)
-	go func() { done <- fn() }()
-	var expired <-chan time.Time
+// wait runs op through Await, bounded by timeout (when positive) and raced
+// against signals; interrupted reports a signal or a clock failure (r.err).
+// op must return promptly once its context is cancelled: Await waits for it,
+// so no request outlives the step.
+func watchWait[T any](r *watchRun, timeout time.Duration, op func(context.Context) T) (v T, timedOut, interrupted bool) {
+	d := forever
 	if timeout > 0 {
-		t := time.NewTimer(timeout)
-		defer t.Stop()
-		expired = t.C
+		var err error
+		if d, err = within(r.w.Clock, timeout); err != nil {
+			r.err = err
+			return v, false, true
+		}
 	}
-	outcome := interrupted
-	select {
-	case v := <-done:
-		return v, finished
-	case <-expired:
-		outcome = timedOut
-	case s := <-r.signals:
-		r.sig = s
-	case <-r.ctx.Done():
-		r.sig = syscall.SIGTERM
+	o, v, err := Await(r.waiter, d, true, nil, op)
+	if err != nil {
+		r.err = err
+		return v, false, true
 	}
-	cancel()
-	return <-done, outcome
+	return v, o == DeadlineReached, o == Signalled
+}
+
+// onCancel runs fn with ctx's cancellation forwarded to cancel: the
+// connection's own context, which must outlive a successful fn (the stream
+// is read after it returns) but end when Await gives up on fn.
+func onCancel[T any](ctx context.Context, cancel context.CancelFunc, fn func() T) T {
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	return fn()
 }
 
 type statusResult struct {
@@ -316,9 +309,7 @@ type statusResult struct {
 
 // status reads the current status, bounded by the request timeout.
 func (r *watchRun) status() (snapshot, *Failure, bool) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	res, outcome := await(r, cancel, r.w.Client.requestTimeout, func() statusResult {
+	res, timedOut, interrupted := watchWait(r, r.w.Client.requestTimeout, func(ctx context.Context) statusResult {
 		if r.w.Kind == KindLock {
 			s, err := GetLockStatus(ctx, r.w.Client, r.w.Name, r.w.Token)
 			return statusResult{snapshot{json: s.JSON(r.w.Token), status: s.Status}, err}
@@ -327,17 +318,13 @@ func (r *watchRun) status() (snapshot, *Failure, bool) {
 		return statusResult{snapshot{json: s.Snapshot(), status: s.Status}, err}
 	})
 	switch {
-	case outcome == interrupted:
+	case interrupted:
 		return snapshot{}, nil, true
-	case outcome == timedOut:
+	case timedOut:
 		return snapshot{}, &Failure{Code: CodeTransportError, Details: "watch reconciliation timed out", Transport: true,
 			Cause: context.DeadlineExceeded}, false
 	case res.err != nil:
-		var f *Failure
-		if !errors.As(res.err, &f) {
-			f = transportFailure(res.err)
-		}
-		return snapshot{}, f, false
+		return snapshot{}, failureOf(res.err), false
 	}
 	return res.snap, nil, false
 }
@@ -369,19 +356,15 @@ func (r *watchRun) print(s snapshot) {
 	_, _ = r.w.Out.Write(w.bytes())
 }
 
-// sleep waits d; false means a signal (or ctx) came first.
+// sleep waits d; false means a signal (or ctx, or a clock failure) came
+// first.
 func (r *watchRun) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case s := <-r.signals:
-		r.sig = s
-	case <-r.ctx.Done():
-		r.sig = syscall.SIGTERM
+	o, err := r.waiter.SleepFor(d, true)
+	if err != nil {
+		r.err = err
+		return false
 	}
-	return false
+	return o != Signalled
 }
 
 // backoff reports a failed connection attempt and waits: the failure's
@@ -391,7 +374,7 @@ func (r *watchRun) backoff(msg string, f *Failure) (int, bool) {
 	delay := WaitDelay(f, r.attempt, r.w.Jitter())
 	r.nextAttempt()
 	if !r.sleep(delay) {
-		return r.signalExit(), true
+		return r.stopped(), true
 	}
 	return 0, false
 }
@@ -409,22 +392,23 @@ type doResult struct {
 func (r *watchRun) connect() (resp *http.Response, end context.CancelFunc, code int, stop bool) {
 	c := r.w.Client
 	ctx, cancel := context.WithTimeout(context.Background(), watchStreamTimeout)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.server.Endpoint(r.path()), nil)
+	req, err := c.newRequest(ctx, Request{Method: http.MethodGet, Path: r.path(), Accept: "text/event-stream", Bearer: r.w.Token})
 	if err != nil {
 		cancel()
 		code, stop = r.backoff("watch connection failed: "+transportFailure(err).Diagnostic(), nil)
 		return nil, nil, code, stop
 	}
-	req.Header.Set("User-Agent", UserAgent)
-	req.Header.Set("Accept", "text/event-stream")
-	if r.w.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+r.w.Token)
-	}
-	res, outcome := await(r, cancel, c.requestTimeout, func() doResult {
-		resp, err := c.http.Do(req)
-		return doResult{resp, err}
+	res, timedOut, interrupted := watchWait(r, c.requestTimeout, func(ctx context.Context) doResult {
+		return onCancel(ctx, cancel, func() doResult {
+			resp, err := c.http.Do(req)
+			if err == nil && ctx.Err() != nil {
+				// Await gave up on this connection and drops the answer.
+				resp.Body.Close()
+			}
+			return doResult{resp, err}
+		})
 	})
-	if outcome == finished && res.err == nil && res.resp.StatusCode == http.StatusOK {
+	if !timedOut && !interrupted && res.err == nil && res.resp.StatusCode == http.StatusOK {
 		return res.resp, cancel, 0, false
 	}
 	// From here on this connection is over, whatever happens next.
@@ -435,51 +419,44 @@ func (r *watchRun) connect() (resp *http.Response, end context.CancelFunc, code 
 		cancel()
 	}()
 	switch {
-	case outcome == interrupted:
-		return nil, nil, r.signalExit(), true
-	case outcome == timedOut:
+	case interrupted:
+		return nil, nil, r.stopped(), true
+	case timedOut:
 		code, stop = r.backoff("watch connection timed out before response headers", nil)
-		return nil, nil, code, stop
 	case res.err != nil:
 		code, stop = r.backoff("watch connection failed: "+transportFailure(res.err).Diagnostic(), nil)
-		return nil, nil, code, stop
+	default:
+		code, stop = r.refused(res.resp, cancel)
 	}
+	return nil, nil, code, stop
+}
 
-	// A refusal: read its error body within the request timeout.
-	f, outcome := await(r, cancel, c.requestTimeout, func() *Failure { return readFailure(res.resp) })
+// refused reads a non-200 answer's error body within the request timeout
+// and backs off, unless the failure is final.
+func (r *watchRun) refused(resp *http.Response, cancel context.CancelFunc) (code int, stop bool) {
+	f, timedOut, interrupted := watchWait(r, r.w.Client.requestTimeout, func(ctx context.Context) *Failure {
+		return onCancel(ctx, cancel, func() *Failure { return readFailure(resp) })
+	})
 	switch {
-	case outcome == interrupted:
-		return nil, nil, r.signalExit(), true
-	case outcome == timedOut:
+	case interrupted:
+		return r.stopped(), true
+	case timedOut:
 		f = &Failure{Code: CodeTransportError, Details: "watch error response body timed out", Transport: true,
 			Cause: context.DeadlineExceeded}
 	case !f.RetryableBeforeAcquire():
 		r.diag(r.safe(f))
-		return nil, nil, ExitSoftware, true
+		return ExitSoftware, true
 	}
-	code, stop = r.backoff("watch unavailable: "+r.safe(f), f)
-	return nil, nil, code, stop
+	return r.backoff("watch unavailable: "+r.safe(f), f)
 }
 
 // readFailure decodes a non-200 answer like any API error
 // (docs/protocol.md "Response handling"): x-request-id validated, the body
 // bounded at 1 MiB and read in full before deciding.
 func readFailure(resp *http.Response) *Failure {
-	requestID := resp.Header.Get("X-Request-Id")
-	if !validRequestID(requestID) {
-		requestID = ""
-	}
-	tooLarge := &Failure{Status: resp.StatusCode, Code: CodeResponseTooLarge,
-		Details: "server response exceeded " + strconv.Itoa(MaxResponseBytes) + " bytes", RequestID: requestID, Transport: true}
-	if resp.ContentLength > MaxResponseBytes {
-		return tooLarge
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
-	if len(data) > MaxResponseBytes {
-		return tooLarge
-	}
-	if err != nil {
-		return transportFailure(err)
+	data, requestID, f := readBody(resp)
+	if f != nil {
+		return f
 	}
 	return decodeErrorResponse(resp.StatusCode, data, requestID)
 }
@@ -491,82 +468,64 @@ type chunk struct {
 
 // stream reads the open watch response (docs/protocol.md "Watch" step 3) until
 // it ends, and returns the last retry: guidance it carried, or stops with an
-// exit code.
+// exit code. Each chunk is read through Await, so a signal ends the read (by
+// ending the connection) at once; the next chunk is read only once this
+// one's frames are handled, so a slow reconcile slows the stream down
+// instead of buffering it.
 func (r *watchRun) stream(resp *http.Response, cancel context.CancelFunc) (guidance *uint64, code int, stop bool) {
-	chunks := make(chan chunk)
-	quit := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	// The reader runs at most one chunk ahead of the frame handling, so a
-	// slow reconcile slows the stream down instead of buffering it.
-	go func() {
-		defer wg.Done()
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := resp.Body.Read(buf)
-			if n > 0 {
-				select {
-				case chunks <- chunk{data: append([]byte(nil), buf[:n]...)}:
-				case <-quit:
-					return
-				}
-			}
-			if err != nil {
-				select {
-				case chunks <- chunk{err: err}:
-				case <-quit:
-				}
-				return
-			}
-		}
-	}()
 	defer func() {
-		close(quit)
 		cancel()
 		resp.Body.Close()
-		wg.Wait()
 	}()
-
+	buf := make([]byte, 32<<10)
 	var frames SSEFrames
 	for {
-		var c chunk
-		select {
-		case c = <-chunks:
-		case s := <-r.signals:
-			r.sig = s
-			return nil, r.signalExit(), true
-		case <-r.ctx.Done():
-			r.sig = syscall.SIGTERM
-			return nil, r.signalExit(), true
-		}
-		if c.err != nil {
-			// EOF, a reset or the 24 h bound: all mean "reconnect".
-			return guidance, 0, false
+		c, _, interrupted := watchWait(r, 0, func(ctx context.Context) chunk {
+			return onCancel(ctx, cancel, func() chunk {
+				n, err := resp.Body.Read(buf)
+				return chunk{data: append([]byte(nil), buf[:n]...), err: err}
+			})
+		})
+		if interrupted {
+			return nil, r.stopped(), true
 		}
 		done, err := frames.Feed(c.data)
-		for _, frame := range done {
-			if g, ok := SSERetryMS(frame); ok {
-				guidance = &g
-			}
-			if !SSEHasData(frame) {
-				continue
-			}
-			snap, f, signalled := r.status()
-			if signalled {
-				return nil, r.signalExit(), true
-			}
-			if f != nil {
-				// Even a non-retryable failure only logs here: the stream
-				// is still open and the next change may reconcile.
-				r.diag("watch reconcile failed: " + r.safe(f))
-				continue
-			}
-			r.print(snap)
-			r.attempt = 0
+		if code, stop := r.frames(done, &guidance); stop {
+			return nil, code, true
 		}
 		if err != nil {
 			r.diag(err.Error())
 			return nil, ExitSoftware, true
 		}
+		if c.err != nil {
+			// EOF, a reset or the 24 h bound: all mean "reconnect".
+			return guidance, 0, false
+		}
 	}
+}
+
+// frames handles complete frames: retry: guidance is remembered, and every
+// data frame triggers a status read whose snapshot is printed.
+func (r *watchRun) frames(frames [][]byte, guidance **uint64) (code int, stop bool) {
+	for _, frame := range frames {
+		if g, ok := SSERetryMS(frame); ok {
+			*guidance = &g
+		}
+		if !SSEHasData(frame) {
+			continue
+		}
+		snap, f, signalled := r.status()
+		if signalled {
+			return r.stopped(), true
+		}
+		if f != nil {
+			// Even a non-retryable failure only logs here: the stream
+			// is still open and the next change may reconcile.
+			r.diag("watch reconcile failed: " + r.safe(f))
+			continue
+		}
+		r.print(snap)
+		r.attempt = 0
+	}
+	return 0, false
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
 )
 
 // feedAll feeds chunks in order and returns every frame and the first error.
@@ -345,10 +347,7 @@ func TestWatchRetryGuidanceNoRequestStorm(t *testing.T) {
 			f.fault(map[string]any{"route": "election_watch", "kind": "sse", "sse_retry_ms": c.retryMS, "sse_close_after": 1})
 			start := time.Now()
 			r := startWatch(t, f, KindElection, id, "", 10*time.Second, true)
-			deadline := time.Now().Add(30 * time.Second)
-			for f.requests("election_watch") < c.conns && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
+			proctest.WaitFor(t, 30*time.Second, "the reconnections", func() bool { return f.requests("election_watch") >= c.conns })
 			require.Equal(t, ExitSIGINT, r.stop(syscall.SIGINT))
 			elapsed := time.Since(start)
 			conns := f.requests("election_watch")
@@ -452,11 +451,9 @@ func TestWatchFailures(t *testing.T) {
 		r.line()
 		// The stream's first frame reconciles into the fault; only after
 		// that is logged is the stream known to be subscribed.
-		deadline := time.Now().Add(20 * time.Second)
-		for !strings.Contains(r.diag.String(), "octostore: watch reconcile failed: Invalid input: injected fault") {
-			require.True(t, time.Now().Before(deadline), "no reconcile failure logged; stderr: %s", r.diag.String())
-			time.Sleep(10 * time.Millisecond)
-		}
+		proctest.WaitFor(t, 20*time.Second, "a logged reconcile failure", func() bool {
+			return strings.Contains(r.diag.String(), "octostore: watch reconcile failed: Invalid input: injected fault")
+		})
 		f.post("/elections/room-0001/campaign", map[string]any{"candidate_id": "agent-a", "ttl_seconds": 30})
 		require.Contains(t, r.line(), `"sequence":2,`)
 		require.Equal(t, ExitSIGINT, r.stop(syscall.SIGINT))

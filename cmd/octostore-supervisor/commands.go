@@ -102,32 +102,6 @@ func summaryPath(p string) (string, error) {
 	return abs, nil
 }
 
-func doctorCommand(stdout io.Writer) *cli.Command {
-	return &cli.Command{
-		Name:         "doctor",
-		Usage:        "show what containment this host offers and which backend auto chooses",
-		Flags:        []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print one JSON object"}},
-		OnUsageError: usageErr,
-		Action: func(c *cli.Context) error {
-			d := contain.Doctor()
-			if c.Bool("json") {
-				b, _ := json.Marshal(d)
-				fmt.Fprintln(stdout, string(b))
-				return nil
-			}
-			for _, f := range d.Facts {
-				mark := "no "
-				if f.OK {
-					mark = "yes"
-				}
-				fmt.Fprintf(stdout, "%-28s %s  %s\n", f.Name, mark, f.Detail)
-			}
-			fmt.Fprintf(stdout, "%-28s %s  %s\n", "auto chooses", d.Backend, d.Reason)
-			return nil
-		},
-	}
-}
-
 func sweepCommand(stdout io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:  "sweep",

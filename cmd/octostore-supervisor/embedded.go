@@ -3,12 +3,14 @@ package main
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/octostore-supervisor/supervisor/hold"
+	"github.com/octostore-supervisor/supervisor/hold/local"
+	"github.com/octostore-supervisor/supervisor/internal/holdcli"
 )
 
 // HoldArg is the hidden argv[1] that makes this binary run the octostore hold
@@ -29,30 +31,53 @@ func embeddedFlags() []cli.Flag {
 }
 
 // embeddedHold returns the argv of our own hold for `<kind> <name> <candidate>`
-// with no "--" part, after checking its flags as the hold itself would, so a
-// mistake exits 64 here, before anything starts, and the identity of its
-// authority (hostGuard's key). For the host-local authority it also opens the
-// name's interlock file (Config.Interlock) in the authority's directory, so
-// that every user sharing a file:/// directory shares it too.
-func embeddedHold(c *cli.Context, kind, name, candidate string, env []string) (argv []string, authority string, interlock *os.File, err error) {
-	argv, server, err := embeddedArgv(c, kind, name, candidate, env)
-	if err != nil || !hold.IsLocalServer(server) {
-		return argv, server, nil, err
-	}
-	store, err := hold.OpenLocalStore(server, lookupIn(env))
+// with no "--" part, after checking its flags with the hold's own validation
+// (holdcli.HoldFlags), so a mistake exits 64 here, before anything starts, and
+// the identity of its authority (hostGuard's key). For the host-local
+// authority it also opens the name's interlock file (Config.Interlock) in the
+// authority's directory, so that every user sharing a file:/// directory
+// shares it too.
+func embeddedHold(c *cli.Context, kind, name, candidate string, env []string) (embedded, error) {
+	self, err := os.Executable()
 	if err != nil {
-		return nil, "", nil, usageError{err.Error()}
+		return embedded{}, usageError{"cannot find this program to run the embedded hold: " + err.Error()}
+	}
+	hk := holdKind(kind)
+	req, err := holdcli.HoldFlags(c, hk, candidate, lookupIn(env))
+	if err != nil {
+		return embedded{}, usageError{err.Error()}
+	}
+	e := embedded{argv: append([]string{self, HoldArg}, req.Args(name)...), acquireTimeout: req.AcquireTimeout}
+	if !req.Local {
+		// The normalised URL is the authority's identity (hostGuard).
+		e.authority = req.ServerURL
+		return e, nil
+	}
+	store, err := local.Open(req.Server, lookupIn(env))
+	if err != nil {
+		return embedded{}, usageError{err.Error()}
 	}
 	defer store.Close()
-	hk := holdKind(kind)
 	if err := store.CheckName(hk, name); err != nil {
-		return nil, "", nil, usageError{err.Error()}
+		return embedded{}, usageError{err.Error()}
 	}
-	interlock, err = store.OpenInterlock(hk, name)
-	if err != nil {
-		return nil, "", nil, usageError{err.Error()}
+	if e.interlock, err = store.OpenInterlock(hk, name); err != nil {
+		return embedded{}, usageError{err.Error()}
 	}
-	return argv, store.Identity(), interlock, nil
+	e.authority = store.Identity()
+	return e, nil
+}
+
+// embedded is the embedded hold as the supervisor runs it.
+type embedded struct {
+	argv []string
+	// authority is the identity of its authority (hostGuard's key).
+	authority string
+	// interlock is the local authority's interlock of the name (nil for an
+	// OctoStore server).
+	interlock *os.File
+	// acquireTimeout is --acquire-timeout (nil: wait until a signal).
+	acquireTimeout *time.Duration
 }
 
 // hostGuard opens, in the user's private state directory, what keeps a second
@@ -60,9 +85,9 @@ func embeddedHold(c *cli.Context, kind, name, candidate string, env []string) (a
 // earlier one may live: the name's survivor record (Config.Survivors) and,
 // unless the local authority already gave one, its interlock. authority is an
 // identity: the local directory's file URL, a normalised server URL, or
-// hold.ExplicitHoldAuthority.
-func hostGuard(authority string, kind hold.Kind, name string, needInterlock bool, env []string) (*hold.SurvivorRecord, *os.File, error) {
-	store, err := hold.OpenLocalStore(hold.LocalServer, lookupIn(env))
+// local.ExplicitHoldAuthority.
+func hostGuard(authority string, kind hold.Kind, name string, needInterlock bool, env []string) (*local.SurvivorRecord, *os.File, error) {
+	store, err := local.OpenPrivate(lookupIn(env))
 	if err != nil {
 		return nil, nil, usageError{"the survivor record and interlock need the private state directory: " + err.Error()}
 	}
@@ -85,75 +110,6 @@ func holdKind(kind string) hold.Kind {
 // for the process environment).
 func lookupIn(env []string) hold.LookupEnv {
 	return func(key string) (string, bool) { return envValue(env, key) }
-}
-
-func embeddedArgv(c *cli.Context, kind, name, candidate string, env []string) ([]string, string, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, "", usageError{"cannot find this program to run the embedded hold: " + err.Error()}
-	}
-	hk := holdKind(kind)
-	argv := []string{self, HoldArg, kind, "hold", "--json"}
-	if kind == "election" {
-		if err := hold.ValidateCandidate(candidate); err != nil {
-			return nil, "", usageError{err.Error()}
-		}
-		argv = append(argv, "--candidate", candidate)
-	}
-	if c.IsSet("ttl") {
-		ttl := c.Uint("ttl")
-		if ttl > 1<<32-1 {
-			return nil, "", usageError{"--ttl is out of range"}
-		}
-		if err := hold.ValidateTTL(hk, uint32(ttl)); err != nil {
-			return nil, "", usageError{err.Error()}
-		}
-		argv = append(argv, "--ttl", strconv.FormatUint(uint64(ttl), 10))
-	}
-	if c.IsSet("acquire-timeout") {
-		v := c.String("acquire-timeout")
-		if _, err := hold.ParseDuration(v); err != nil {
-			return nil, "", usageError{err.Error()}
-		}
-		argv = append(argv, "--acquire-timeout", v)
-	}
-	var flag *string
-	if c.IsSet("server") {
-		s := c.String("server")
-		flag = &s
-	}
-	envURL, _ := envValue(env, "OCTOSTORE_URL")
-	server, err := hold.ResolveServer(flag, envURL, hk)
-	if err != nil {
-		return nil, "", usageError{err.Error()}
-	}
-	// A defaulted server stays unnamed, so the hold knows it chose the hosted
-	// default (and can hint at --server local when that is unreachable); it
-	// resolves the same default from the same environment.
-	if !hold.ServerDefaulted(flag != nil, envURL) {
-		argv = append(argv, "--server", server)
-	}
-	if !hold.IsLocalServer(server) {
-		// The normalised URL is the authority's identity (hostGuard).
-		if server, err = checkServer(server, c.Bool("allow-insecure-http")); err != nil {
-			return nil, "", err
-		}
-	}
-	if c.Bool("allow-insecure-http") {
-		argv = append(argv, "--allow-insecure-http")
-	}
-	// "--" keeps a name that starts with '-' a positional word.
-	return append(argv, "--", name), server, nil
-}
-
-// checkServer validates an http(s) authority URL the way the hold will and
-// returns it normalised.
-func checkServer(server string, allowInsecure bool) (string, error) {
-	s, err := hold.ValidateServer(server, true, allowInsecure)
-	if err != nil {
-		return "", usageError{err.Error()}
-	}
-	return s.URL, nil
 }
 
 // embeddedOnly names the embedded-hold flags given together with "-- <hold command>".

@@ -17,6 +17,7 @@ import (
 	"github.com/octostore-supervisor/supervisor/contain"
 	"github.com/octostore-supervisor/supervisor/events"
 	"github.com/octostore-supervisor/supervisor/hold"
+	"github.com/octostore-supervisor/supervisor/hold/local"
 )
 
 const maxGrace = time.Hour
@@ -193,14 +194,15 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 		return cfg, err
 	}
 	cfg.Worker = worker
-	authority := hold.ExplicitHoldAuthority
+	authority := local.ExplicitHoldAuthority
 	if embedded {
-		if cfg.Hold, authority, cfg.Interlock, err = embeddedHold(c, kind, cfg.Name, args[1], env); err != nil {
+		e, err := embeddedHold(c, kind, cfg.Name, args[1], env)
+		if err != nil {
 			return cfg, err
 		}
-		if c.IsSet("acquire-timeout") {
-			// Checked by embeddedHold already.
-			cfg.AcquireTimeout, _ = hold.ParseDuration(c.String("acquire-timeout"))
+		cfg.Hold, authority, cfg.Interlock = e.argv, e.authority, e.interlock
+		if e.acquireTimeout != nil {
+			cfg.AcquireTimeout = *e.acquireTimeout
 		}
 		cfg.EmbeddedHold = true
 	} else {

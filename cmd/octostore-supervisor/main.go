@@ -137,7 +137,7 @@ func newApp(env []string, stdout, stderr io.Writer, code *int) *cli.App {
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
-		Commands:        []*cli.Command{supervise("election"), supervise("lock"), runCommand(env, stdout, stderr, code), doctorCommand(stdout), sweepCommand(stdout)},
+		Commands:        []*cli.Command{supervise("election"), supervise("lock"), runCommand(env, stdout, stderr, code), doctorCommand(env, stdout), sweepCommand(stdout)},
 		OnUsageError:    usageErr,
 		ExitErrHandler:  func(*cli.Context, error) {},
 		Action: func(c *cli.Context) error {

@@ -40,10 +40,12 @@ func badURL(msg string) error {
 // password in a URL ends up in process listings and in every event line.
 func parseTarget(raw string) (target, error) {
 	var t target
-	rest, ok := strings.CutPrefix(raw, "etcds://")
-	if ok {
+	// Schemes are case-insensitive, as in every URL.
+	scheme, rest, ok := strings.Cut(raw, "://")
+	switch scheme = strings.ToLower(scheme); {
+	case ok && scheme == "etcds":
 		t.tls = true
-	} else if rest, ok = strings.CutPrefix(raw, "etcd://"); !ok {
+	case !ok || scheme != "etcd":
 		return target{}, badURL("want etcd://HOST:PORT[,HOST:PORT…][/PREFIX] or etcds://…")
 	}
 	if strings.ContainsAny(rest, "?#") {

@@ -116,50 +116,44 @@ func durationFlag(c *cli.Context, name string, def time.Duration) (time.Duration
 }
 
 func electionHold(env hold.LookupEnv, stdout, stderr io.Writer, code *int) *cli.Command {
-	return &cli.Command{
-		Name:      "hold",
-		Usage:     "campaign for leadership of an election and hold it until lost or signalled",
-		ArgsUsage: "<election_id>",
-		Flags: append([]cli.Flag{
+	return holdCommand(hold.KindElection, "campaign for leadership of an election and hold it until lost or signalled", "<election_id>",
+		append([]cli.Flag{
 			&cli.StringFlag{Name: "candidate", Required: true, Usage: "this candidate's id (1-64 ASCII letters, digits, - _ . :)"},
-		}, holdFlags(30, "leadership TTL in seconds (5-300)", "OctoStore server URL (default $OCTOSTORE_URL, else "+hold.DefaultElectionServer+")")...),
+		}, holdFlags(hold.KindElection, "leadership TTL in seconds (5-300)", "OctoStore server URL (default $OCTOSTORE_URL, else "+hold.DefaultElectionServer+")")...),
+		env, nil, stdout, stderr, code)
+}
+
+func lockHold(env hold.LookupEnv, in io.Reader, stdout, stderr io.Writer, code *int) *cli.Command {
+	return holdCommand(hold.KindLock, "acquire a lock and hold it until lost or signalled (bearer token from OCTOSTORE_TOKEN_FILE or OCTOSTORE_TOKEN)", "<name>",
+		holdFlags(hold.KindLock, "lease TTL in seconds (1-3600)", "OctoStore server URL (or $OCTOSTORE_URL; required for locks)"),
+		env, in, stdout, stderr, code)
+}
+
+// holdCommand is `election hold` / `lock hold`: validate (HoldFlags), open
+// the authority (for locks on a server, then the token), and hold.
+func holdCommand(kind hold.Kind, usageText, argName string, flags []cli.Flag, env hold.LookupEnv, in io.Reader, stdout, stderr io.Writer, code *int) *cli.Command {
+	return &cli.Command{
+		Name:         "hold",
+		Usage:        usageText,
+		ArgsUsage:    argName,
+		Flags:        flags,
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return usage("election hold needs exactly one <election_id>")
+				return usage(kind.String() + " hold needs exactly one " + argName)
 			}
-			// Validation order of the upstream CLI: TTL, candidate, acquire
-			// timeout, then server, timeouts and CA bundle.
-			ttl, err := ttlFlag(c, hold.KindElection)
+			req, err := HoldFlags(c, kind, c.String("candidate"), env)
 			if err != nil {
 				return err
 			}
-			if err := hold.ValidateCandidate(c.String("candidate")); err != nil {
-				return usage(err.Error())
-			}
-			acquire, err := acquireFlag(c)
+			auth, err := req.target.open(c, env, in, stderr)
 			if err != nil {
 				return err
 			}
-			if store, shutdown, ok, err := localFor(c, env, hold.KindElection); ok {
-				if err != nil {
-					return err
-				}
-				*code = localHold(c, store, hold.KindElection, ttl, acquire, shutdown, stdout, stderr)
-				return nil
-			}
-			client, shutdown, err := clientFor(c, env, hold.KindElection)
-			if err != nil {
-				return err
-			}
+			defer auth.Close()
 			out, sigs, stop := outputAndSignals(c, stdout)
 			defer stop()
-			envURL, _ := env("OCTOSTORE_URL")
-			h := &hold.ElectionHold{Client: client, Clock: hold.SystemClock{}, Jitter: hold.RandomJitter,
-				ElectionID: c.Args().First(), Candidate: c.String("candidate"), TTL: time.Duration(ttl) * time.Second,
-				AcquireTimeout: acquire, ShutdownTimeout: shutdown, Out: out, Diag: stderr,
-				DefaultServer: hold.ServerDefaulted(c.IsSet("server"), envURL)}
-			*code = h.Run(context.Background(), sigs)
+			*code = auth.Hold(context.Background(), req.spec(c.Args().First(), out, stderr), sigs)
 			return nil
 		},
 	}
@@ -212,44 +206,6 @@ func intersperse(args []string) []string {
 	return append(append(out, "--"), pos...)
 }
 
-// clientFor validates the server, the timeouts and the CA bundle (in
-// upstream's order, after the command's own checks) and builds the client.
-func clientFor(c *cli.Context, env hold.LookupEnv, kind hold.Kind) (*hold.Client, time.Duration, error) {
-	var flag *string
-	if c.IsSet("server") {
-		s := c.String("server")
-		flag = &s
-	}
-	envURL, _ := env("OCTOSTORE_URL")
-	raw, err := hold.ResolveServer(flag, envURL, kind)
-	if err != nil {
-		return nil, 0, usage(err.Error())
-	}
-	server, err := hold.ValidateServer(raw, true, c.Bool("allow-insecure-http"))
-	if err != nil {
-		return nil, 0, usage(err.Error())
-	}
-	connect, _, err1 := durationFlag(c, "connect-timeout", 5*time.Second)
-	request, _, err2 := durationFlag(c, "request-timeout", 10*time.Second)
-	shutdown, _, err3 := durationFlag(c, "shutdown-timeout", 2*time.Second)
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return nil, 0, usage(err.Error())
-	}
-	if err := hold.ValidateTimeouts(connect, request, shutdown); err != nil {
-		return nil, 0, usage(err.Error())
-	}
-	var ca *string
-	if v, ok := env("OCTOSTORE_CA_BUNDLE"); ok {
-		ca = &v
-	}
-	client, err := hold.NewClient(hold.ClientOptions{Server: server, CapabilityBearing: true,
-		ConnectTimeout: connect, RequestTimeout: request, CABundle: ca})
-	if err != nil {
-		return nil, 0, usage(err.Error())
-	}
-	return client, shutdown, nil
-}
-
 // outputAndSignals picks JSONL or human output and installs the signal
 // handlers. Upstream installs them only after validation: from here on a
 // signal means "release and exit", never instant death.
@@ -263,60 +219,10 @@ func outputAndSignals(c *cli.Context, stdout io.Writer) (io.Writer, chan os.Sign
 	return out, sigs, func() { signal.Stop(sigs) }
 }
 
-func lockHold(env hold.LookupEnv, in io.Reader, stdout, stderr io.Writer, code *int) *cli.Command {
-	return &cli.Command{
-		Name:         "hold",
-		Usage:        "acquire a lock and hold it until lost or signalled (bearer token from OCTOSTORE_TOKEN_FILE or OCTOSTORE_TOKEN)",
-		ArgsUsage:    "<name>",
-		Flags:        holdFlags(120, "lease TTL in seconds (1-3600)", "OctoStore server URL (or $OCTOSTORE_URL; required for locks)"),
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usage("lock hold needs exactly one <name>")
-			}
-			// Upstream's order: TTL, acquire timeout, server/timeouts/CA, token.
-			ttl, err := ttlFlag(c, hold.KindLock)
-			if err != nil {
-				return err
-			}
-			acquire, err := acquireFlag(c)
-			if err != nil {
-				return err
-			}
-			// The local authority needs no bearer token.
-			if store, shutdown, ok, err := localFor(c, env, hold.KindLock); ok {
-				if err != nil {
-					return err
-				}
-				*code = localHold(c, store, hold.KindLock, ttl, acquire, shutdown, stdout, stderr)
-				return nil
-			}
-			client, shutdown, err := clientFor(c, env, hold.KindLock)
-			if err != nil {
-				return err
-			}
-			token, warning, err := hold.LoadToken(env, in)
-			if err != nil {
-				return usage(err.Error())
-			}
-			if warning != "" {
-				fmt.Fprintf(stderr, "octostore: %s\n", warning)
-			}
-			out, sigs, stop := outputAndSignals(c, stdout)
-			defer stop()
-			h := &hold.LockHold{Client: client, Clock: hold.SystemClock{}, Jitter: hold.RandomJitter,
-				Name: c.Args().First(), TTL: time.Duration(ttl) * time.Second, Token: token,
-				AcquireTimeout: acquire, ShutdownTimeout: shutdown, Out: out, Diag: stderr}
-			*code = h.Run(context.Background(), sigs)
-			return nil
-		},
-	}
-}
-
 // holdFlags are the flags election hold and lock hold share.
-func holdFlags(ttl uint, ttlUsage, serverUsage string) []cli.Flag {
+func holdFlags(kind hold.Kind, ttlUsage, serverUsage string) []cli.Flag {
 	return []cli.Flag{
-		&cli.UintFlag{Name: "ttl", Value: ttl, Usage: ttlUsage},
+		&cli.UintFlag{Name: "ttl", Value: defaultTTL(kind), Usage: ttlUsage},
 		&cli.StringFlag{Name: "acquire-timeout", Usage: "give up acquiring after this long (exit 11); default: wait forever"},
 		&cli.StringFlag{Name: "server", Usage: serverUsage},
 		&cli.BoolFlag{Name: "allow-insecure-http", Usage: "allow plain http to a non-loopback server (development only)"},
@@ -325,29 +231,4 @@ func holdFlags(ttl uint, ttlUsage, serverUsage string) []cli.Flag {
 		&cli.StringFlag{Name: "request-timeout", Value: "10s"},
 		&cli.StringFlag{Name: "shutdown-timeout", Value: "2s"},
 	}
-}
-
-// ttlFlag reads --ttl within the kind's bounds.
-func ttlFlag(c *cli.Context, kind hold.Kind) (uint32, error) {
-	v := c.Uint("ttl")
-	if v > 1<<32-1 {
-		v = 0 // out of range either way; ValidateTTL words the message
-	}
-	if err := hold.ValidateTTL(kind, uint32(v)); err != nil {
-		return 0, usage(err.Error())
-	}
-	return uint32(v), nil
-}
-
-// acquireFlag reads --acquire-timeout; nil means wait forever (0 is allowed
-// and times out at once).
-func acquireFlag(c *cli.Context) (*time.Duration, error) {
-	d, set, err := durationFlag(c, "acquire-timeout", 0)
-	if err != nil {
-		return nil, usage(err.Error())
-	}
-	if !set {
-		return nil, nil
-	}
-	return &d, nil
 }

@@ -4,7 +4,9 @@
 // its main, and octostore-supervisor's embedded hold re-executes its own binary
 // into Main, so both ship one client.
 //
-// It chooses the authority (an OctoStore server, or the host-local one) and
-// wires signals and streams; the protocol and the hold state machines live in
-// package hold.
+// It chooses the authority once (resolveTarget, target.open: an OctoStore
+// server, or the host-local one of package hold/local) and every command then
+// calls the hold.Authority it got; HoldFlags is the one validation of a hold's
+// flags, shared with the supervisor's embedded hold. The protocol and the
+// hold state machines live in package hold and its authorities.
 package holdcli

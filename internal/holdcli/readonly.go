@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -66,61 +65,21 @@ func readCommand(name, usageText, argName string, lock bool, action func(*cli.Co
 	}
 }
 
-// publicClientFor is clientFor for the election read commands, which carry no
-// capability: plain http is allowed to any host and proxies are honoured, as
-// upstream does (docs/protocol.md "Server selection"). Same order: server,
-// timeouts, CA bundle.
-func publicClientFor(c *cli.Context, env hold.LookupEnv) (*hold.Client, error) {
-	var flag *string
-	if c.IsSet("server") {
-		s := c.String("server")
-		flag = &s
-	}
-	envURL, _ := env("OCTOSTORE_URL")
-	raw, err := hold.ResolveServer(flag, envURL, hold.KindElection)
+// withAuthority resolves and opens the command's authority (target), runs
+// f on it and closes it. Election reads carry no capability: plain http is
+// allowed to any host and proxies are honoured, as upstream does
+// (docs/protocol.md "Server selection"); lock reads carry the bearer token.
+func withAuthority(c *cli.Context, env hold.LookupEnv, kind hold.Kind, in io.Reader, stderr io.Writer, f func(hold.Authority) error) error {
+	t, err := resolveTarget(c, env, kind, kind == hold.KindLock)
 	if err != nil {
-		return nil, usage(err.Error())
+		return err
 	}
-	server, err := hold.ValidateServer(raw, false, false)
+	a, err := t.open(c, env, in, stderr)
 	if err != nil {
-		return nil, usage(err.Error())
+		return err
 	}
-	connect, _, err1 := durationFlag(c, "connect-timeout", 5*time.Second)
-	request, _, err2 := durationFlag(c, "request-timeout", 10*time.Second)
-	shutdown, _, err3 := durationFlag(c, "shutdown-timeout", 2*time.Second)
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return nil, usage(err.Error())
-	}
-	if err := hold.ValidateTimeouts(connect, request, shutdown); err != nil {
-		return nil, usage(err.Error())
-	}
-	var ca *string
-	if v, ok := env("OCTOSTORE_CA_BUNDLE"); ok {
-		ca = &v
-	}
-	client, err := hold.NewClient(hold.ClientOptions{Server: server, CapabilityBearing: false,
-		ConnectTimeout: connect, RequestTimeout: request, CABundle: ca})
-	if err != nil {
-		return nil, usage(err.Error())
-	}
-	return client, nil
-}
-
-// lockClientAndToken validates in upstream's lock order: server, timeouts and
-// CA bundle (clientFor), then the token.
-func lockClientAndToken(c *cli.Context, env hold.LookupEnv, in io.Reader, stderr io.Writer) (*hold.Client, string, error) {
-	client, _, err := clientFor(c, env, hold.KindLock)
-	if err != nil {
-		return nil, "", err
-	}
-	token, warning, err := hold.LoadToken(env, in)
-	if err != nil {
-		return nil, "", usage(err.Error())
-	}
-	if warning != "" {
-		fmt.Fprintf(stderr, "octostore: %s\n", warning)
-	}
-	return client, token, nil
+	defer a.Close()
+	return f(a)
 }
 
 // apiFailure is exit 70 with the failure's diagnostic, the token redacted and
@@ -135,136 +94,77 @@ func apiFailure(err error, token string) error {
 
 func electionCreate(env hold.LookupEnv, stdout io.Writer) *cli.Command {
 	return readCommand("create", "create one election room; give its ID to every candidate", "", false, func(c *cli.Context) error {
-		if store, _, ok, err := localFor(c, env, hold.KindElection); ok {
+		return withAuthority(c, env, hold.KindElection, nil, nil, func(a hold.Authority) error {
+			room, err := a.CreateElection(context.Background())
 			if err != nil {
-				return err
+				return failed(err)
 			}
-			return localCreate(c, store, stdout)
-		}
-		client, err := publicClientFor(c, env)
-		if err != nil {
-			return err
-		}
-		defer client.CloseIdleConnections()
-		room, err := hold.CreateElection(context.Background(), client)
-		if err != nil {
-			return apiFailure(err, "")
-		}
-		if c.Bool("json") {
-			_, _ = stdout.Write(append(room.JSON(), '\n'))
+			if c.Bool("json") {
+				_, _ = stdout.Write(append(room.JSON(), '\n'))
+				return nil
+			}
+			fmt.Fprintf(stdout, "authority: %s\nelection: %s\ngive every candidate this same ID; do not create one room per candidate\n",
+				hold.TerminalSafe(a.Server()), hold.TerminalSafe(room.ElectionID))
 			return nil
-		}
-		fmt.Fprintf(stdout, "authority: %s\nelection: %s\ngive every candidate this same ID; do not create one room per candidate\n",
-			hold.TerminalSafe(client.Server().URL), hold.TerminalSafe(room.ElectionID))
-		return nil
+		})
 	})
 }
 
 func electionStatus(env hold.LookupEnv, stdout io.Writer) *cli.Command {
 	return readCommand("status", "print the current leader or vacant state", "<election_id>", false, func(c *cli.Context) error {
-		if store, _, ok, err := localFor(c, env, hold.KindElection); ok {
-			if err != nil {
-				return err
-			}
-			return localStatus(c, store, hold.KindElection, stdout)
-		}
-		client, err := publicClientFor(c, env)
-		if err != nil {
-			return err
-		}
-		defer client.CloseIdleConnections()
-		st, err := hold.GetElectionStatus(context.Background(), client, c.Args().First())
-		if err != nil {
-			return apiFailure(err, "")
-		}
-		server := hold.TerminalSafe(client.Server().URL)
-		switch {
-		case c.Bool("json"):
-			_, _ = stdout.Write(append(st.JSON(), '\n'))
-		case st.Leader != nil:
-			fmt.Fprintf(stdout, "%s · leader %s · term %d · expires %s · authority %s\n", hold.TerminalSafe(st.ElectionID),
-				hold.TerminalSafe(st.Leader.CandidateID), st.Leader.Term, hold.RFC3339Offset(st.Leader.ExpiresAt), server)
-		default:
-			// Upstream keys the human line on the leader object, not on
-			// the status string.
-			fmt.Fprintf(stdout, "%s · vacant · authority %s\n", hold.TerminalSafe(st.ElectionID), server)
-		}
-		return nil
+		return withAuthority(c, env, hold.KindElection, nil, nil, func(a hold.Authority) error {
+			return printStatus(c, a, hold.KindElection, stdout)
+		})
 	})
 }
 
 func lockStatus(env hold.LookupEnv, in io.Reader, stdout, stderr io.Writer) *cli.Command {
 	return readCommand("status", "print whether a lock is free or held (bearer token from OCTOSTORE_TOKEN_FILE or OCTOSTORE_TOKEN)", "<name>", true, func(c *cli.Context) error {
-		if store, _, ok, err := localFor(c, env, hold.KindLock); ok {
-			if err != nil {
-				return err
-			}
-			return localStatus(c, store, hold.KindLock, stdout)
-		}
-		client, token, err := lockClientAndToken(c, env, in, stderr)
-		if err != nil {
-			return err
-		}
-		defer client.CloseIdleConnections()
-		st, err := hold.GetLockStatus(context.Background(), client, c.Args().First(), token)
-		if err != nil {
-			return apiFailure(err, token)
-		}
-		if c.Bool("json") {
-			_, _ = stdout.Write(append(st.JSON(token), '\n'))
-			return nil
-		}
-		fmt.Fprintf(stdout, "%s · %s · term %d · authority %s\n", hold.TerminalSafe(hold.Redact(st.Name, token)),
-			hold.TerminalSafe(hold.Redact(st.Status, token)), st.FencingToken, hold.TerminalSafe(client.Server().URL))
-		return nil
+		return withAuthority(c, env, hold.KindLock, in, stderr, func(a hold.Authority) error {
+			return printStatus(c, a, hold.KindLock, stdout)
+		})
 	})
+}
+
+// printStatus prints one status reading: --json, or the human line.
+func printStatus(c *cli.Context, a hold.Authority, kind hold.Kind, stdout io.Writer) error {
+	rep, err := a.Status(context.Background(), kind, c.Args().First())
+	if err != nil {
+		return failed(err)
+	}
+	if c.Bool("json") {
+		_, _ = stdout.Write(append(rep.JSON(), '\n'))
+	} else {
+		fmt.Fprintln(stdout, rep.Human())
+	}
+	return nil
 }
 
 func electionWatch(env hold.LookupEnv, stdout, stderr io.Writer, code *int) *cli.Command {
 	return readCommand("watch", "print the election's status now and after every change, until interrupted", "<election_id>", false, func(c *cli.Context) error {
-		if store, _, ok, err := localFor(c, env, hold.KindElection); ok {
-			if err != nil {
-				return err
-			}
-			*code = localWatch(c, store, hold.KindElection, stdout, stderr)
+		return withAuthority(c, env, hold.KindElection, nil, stderr, func(a hold.Authority) error {
+			*code = runWatch(c, a, hold.KindElection, stdout, stderr)
 			return nil
-		}
-		client, err := publicClientFor(c, env)
-		if err != nil {
-			return err
-		}
-		*code = runWatch(&hold.Watch{Client: client, Kind: hold.KindElection, Name: c.Args().First(),
-			JSON: c.Bool("json"), Out: stdout, Diag: stderr})
-		return nil
+		})
 	})
 }
 
 func lockWatch(env hold.LookupEnv, in io.Reader, stdout, stderr io.Writer, code *int) *cli.Command {
 	return readCommand("watch", "print the lock's status now and after every change, until interrupted (bearer token as for lock status)", "<name>", true, func(c *cli.Context) error {
-		if store, _, ok, err := localFor(c, env, hold.KindLock); ok {
-			if err != nil {
-				return err
-			}
-			*code = localWatch(c, store, hold.KindLock, stdout, stderr)
+		return withAuthority(c, env, hold.KindLock, in, stderr, func(a hold.Authority) error {
+			*code = runWatch(c, a, hold.KindLock, stdout, stderr)
 			return nil
-		}
-		client, token, err := lockClientAndToken(c, env, in, stderr)
-		if err != nil {
-			return err
-		}
-		*code = runWatch(&hold.Watch{Client: client, Kind: hold.KindLock, Name: c.Args().First(), Token: token,
-			JSON: c.Bool("json"), Out: stdout, Diag: stderr})
-		return nil
+		})
 	})
 }
 
 // runWatch installs the SIGINT/SIGTERM handlers only now, after validation, as
 // upstream does: before this a signal kills the process, after it a signal
 // ends the watch with 130/143.
-func runWatch(w *hold.Watch) int {
-	defer w.Client.CloseIdleConnections()
+func runWatch(c *cli.Context, a hold.Authority, kind hold.Kind, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	return w.Run(context.Background(), sigs)
+	spec := hold.WatchSpec{Kind: kind, Name: c.Args().First(), JSON: c.Bool("json"), Out: stdout, Diag: stderr}
+	return a.Watch(context.Background(), spec, sigs)
 }

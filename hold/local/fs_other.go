@@ -1,6 +1,6 @@
 //go:build unix && !linux && !darwin
 
-package hold
+package local
 
 import "os"
 

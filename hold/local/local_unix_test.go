@@ -1,6 +1,6 @@
 //go:build unix
 
-package hold
+package local
 
 import (
 	"fmt"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/octostore-supervisor/supervisor/events"
+	"github.com/octostore-supervisor/supervisor/hold"
 	"github.com/octostore-supervisor/supervisor/internal/procid"
 	"github.com/octostore-supervisor/supervisor/internal/proctest"
 	"github.com/octostore-supervisor/supervisor/platform"
@@ -46,17 +47,17 @@ func TestLocalUnsafeStateDirRefused(t *testing.T) {
 
 	link := filepath.Join(base, "link")
 	require.NoError(t, os.Symlink(good, link))
-	requireLocalUsage(t, openBad(t, fileURL(link)), ErrLocalStateDir, "is a symbolic link")
+	requireLocalUsage(t, openBad(t, fileURL(link)), errStateDir, "is a symbolic link")
 
 	xdg := mk("xdg", 0o700)
 	require.NoError(t, os.Symlink(good, filepath.Join(xdg, "octostore")))
-	_, err := OpenLocalStore(LocalServer, localEnv(map[string]string{"XDG_RUNTIME_DIR": xdg}))
-	requireLocalUsage(t, err, ErrLocalStateDir, "is a symbolic link")
+	_, err := OpenPrivate(localEnv(map[string]string{"XDG_RUNTIME_DIR": xdg}))
+	requireLocalUsage(t, err, errStateDir, "is a symbolic link")
 
-	requireLocalUsage(t, openBad(t, fileURL(mk("world", 0o777))), ErrLocalStateDir, "world-writable without the sticky bit")
+	requireLocalUsage(t, openBad(t, fileURL(mk("world", 0o777))), errStateDir, "world-writable without the sticky bit")
 	notDir := filepath.Join(base, "file")
 	require.NoError(t, os.WriteFile(notDir, nil, 0o600))
-	requireLocalUsage(t, openBad(t, fileURL(notDir)), ErrLocalStateDir, "is not a directory")
+	requireLocalUsage(t, openBad(t, fileURL(notDir)), errStateDir, "is not a directory")
 
 	// A shared directory may be group-writable, sticky world-writable, or
 	// belong to someone else.
@@ -69,8 +70,8 @@ func TestLocalUnsafeStateDirRefused(t *testing.T) {
 		x := mk(fmt.Sprintf("xdg-%o", mode), 0o700)
 		require.NoError(t, os.Mkdir(filepath.Join(x, "octostore"), 0o700))
 		require.NoError(t, os.Chmod(filepath.Join(x, "octostore"), mode))
-		_, err := OpenLocalStore(LocalServer, localEnv(map[string]string{"XDG_RUNTIME_DIR": x}))
-		requireLocalUsage(t, err, ErrLocalStateDir, "is writable by other users")
+		_, err := OpenPrivate(localEnv(map[string]string{"XDG_RUNTIME_DIR": x}))
+		requireLocalUsage(t, err, errStateDir, "is writable by other users")
 	}
 
 	if os.Geteuid() != 0 {
@@ -80,16 +81,16 @@ func TestLocalUnsafeStateDirRefused(t *testing.T) {
 	other := mk("xdg-other", 0o700)
 	require.NoError(t, os.Mkdir(filepath.Join(other, "octostore"), 0o700))
 	require.NoError(t, os.Chown(filepath.Join(other, "octostore"), nobody, nobody))
-	_, err = OpenLocalStore(LocalServer, localEnv(map[string]string{"XDG_RUNTIME_DIR": other}))
-	requireLocalUsage(t, err, ErrLocalStateDir, "is owned by another user (uid 65534)")
+	_, err = OpenPrivate(localEnv(map[string]string{"XDG_RUNTIME_DIR": other}))
+	requireLocalUsage(t, err, errStateDir, "is owned by another user (uid 65534)")
 	// Without XDG_RUNTIME_DIR the default lives in TMPDIR, where another user
 	// could have planted it first.
 	tmp := mk("tmp", 0o777|os.ModeSticky)
 	planted := filepath.Join(tmp, fmt.Sprintf("octostore-%d", os.Geteuid()))
 	require.NoError(t, os.Mkdir(planted, 0o700))
 	require.NoError(t, os.Chown(planted, nobody, nobody))
-	_, err = OpenLocalStore(LocalServer, localEnv(map[string]string{"TMPDIR": tmp}))
-	requireLocalUsage(t, err, ErrLocalStateDir, "is owned by another user")
+	_, err = OpenPrivate(localEnv(map[string]string{"TMPDIR": tmp}))
+	requireLocalUsage(t, err, errStateDir, "is owned by another user")
 	// With file:// sharing another owner is fine.
 	shared := mk("shared-other", 0o770)
 	require.NoError(t, os.Chown(shared, nobody, nobody))
@@ -98,7 +99,7 @@ func TestLocalUnsafeStateDirRefused(t *testing.T) {
 
 func TestLocalDefaultDirectory(t *testing.T) {
 	xdg := t.TempDir()
-	s, err := OpenLocalStore(" local ", localEnv(map[string]string{"XDG_RUNTIME_DIR": xdg, "TMPDIR": "/nonexistent"}))
+	s, err := Open(" local ", localEnv(map[string]string{"XDG_RUNTIME_DIR": xdg, "TMPDIR": "/nonexistent"}))
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(xdg, "octostore"), s.Dir())
 	require.Equal(t, "local", s.Server())
@@ -108,7 +109,7 @@ func TestLocalDefaultDirectory(t *testing.T) {
 	require.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
 
 	tmp := t.TempDir()
-	s, err = OpenLocalStore("local", localEnv(map[string]string{"XDG_RUNTIME_DIR": "relative/ignored", "TMPDIR": tmp}))
+	s, err = Open("local", localEnv(map[string]string{"XDG_RUNTIME_DIR": "relative/ignored", "TMPDIR": tmp}))
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(tmp, fmt.Sprintf("octostore-%d", os.Geteuid())), s.Dir())
 	require.NoError(t, s.Close())
@@ -130,13 +131,13 @@ func TestLocalCrossProcessSIGKILLHandover(t *testing.T) {
 	leader := child.expect(t, events.Leader)
 
 	s := openStore(t, localEnv(map[string]string{"XDG_RUNTIME_DIR": xdg}))
-	st, err := s.Status(KindElection, "xproc")
+	st, err := s.status(hold.KindElection, "xproc")
 	require.NoError(t, err)
 	require.Equal(t, child.cmd.Process.Pid, st.Holder.PID)
 	require.Equal(t, "child", st.Holder.CandidateID)
 
-	b := startLocalElection(t, s, "xproc", "parent", func(h *LocalElectionHold) { h.PollInterval = poll })
-	b.expect(events.Waiting, ReasonFollower)
+	b := startLocalElection(t, s, "xproc", "parent", func(h *request) { h.poll = poll })
+	b.expect(events.Waiting, hold.ReasonFollower)
 	b.quiet(5 * poll) // excluded across processes
 
 	require.NoError(t, child.cmd.Process.Signal(syscall.SIGKILL))
@@ -151,8 +152,8 @@ func TestLocalCrossProcessSIGKILLHandover(t *testing.T) {
 	require.Greater(t, term, *leader.Term)
 
 	b.sigs <- syscall.SIGTERM
-	b.expect(events.Released, ReasonSignal)
-	require.Equal(t, ExitSIGTERM, b.exit())
+	b.expect(events.Released, hold.ReasonSignal)
+	require.Equal(t, hold.ExitSIGTERM, b.exit())
 }
 
 // The other direction: the parent leads, a child process waits and takes
@@ -171,8 +172,8 @@ func TestLocalCrossProcessReleaseHandover(t *testing.T) {
 	case <-time.After(10 * testPoll):
 	}
 	a.sigs <- syscall.SIGINT
-	a.expect(events.Released, ReasonSignal)
-	require.Equal(t, ExitSIGINT, a.exit())
+	a.expect(events.Released, hold.ReasonSignal)
+	require.Equal(t, hold.ExitSIGINT, a.exit())
 	lead := child.expect(t, events.Leader)
 	require.Greater(t, *lead.Term, termA)
 
@@ -181,8 +182,8 @@ func TestLocalCrossProcessReleaseHandover(t *testing.T) {
 	require.Equal(t, *lead.Term, *rel.Term)
 	ws := child.reaped(t)
 	require.True(t, ws.Exited())
-	require.Equal(t, ExitSIGTERM, ws.ExitStatus())
-	st, err := s.Status(KindElection, "xproc2")
+	require.Equal(t, hold.ExitSIGTERM, ws.ExitStatus())
+	st, err := s.status(hold.KindElection, "xproc2")
 	require.NoError(t, err)
 	require.False(t, st.Held)
 }
@@ -218,13 +219,13 @@ func TestLocalDeadHolderRecordDoesNotDelayHandover(t *testing.T) {
 		t.Run(c.room, func(t *testing.T) {
 			now := time.Now()
 			cand := "dead-holder"
-			require.NoError(t, s.writeRecord(pathsFor(KindElection, c.room), localRecord{
+			require.NoError(t, s.writeRecord(pathsFor(hold.KindElection, c.room), holderRecord{
 				Kind: "election", Name: c.room, CandidateID: &cand, PID: c.holder.Pid, Start: c.holder.Start,
 				Holder: "planted", AcquiredAt: now, ExpiresAt: now.Add(time.Hour),
 			}))
 			h := startLocalElection(t, s, c.room, "agent-b")
 			if c.defers {
-				h.expect(events.Waiting, ReasonFollower)
+				h.expect(events.Waiting, hold.ReasonFollower)
 				h.quiet(5 * testPoll)
 			} else {
 				ev, m := h.next(10 * time.Second)
@@ -232,7 +233,7 @@ func TestLocalDeadHolderRecordDoesNotDelayHandover(t *testing.T) {
 			}
 			h.sigs <- os.Interrupt
 			if !c.defers {
-				h.expect(events.Released, ReasonSignal)
+				h.expect(events.Released, hold.ReasonSignal)
 			}
 			h.exit()
 		})
@@ -287,29 +288,29 @@ func TestLocalPlantedEntriesRefused(t *testing.T) {
 			d := mkdir(t, c.dirMode)
 			p := filepath.Join(d, filepath.FromSlash(c.entry))
 			plant(t, p, c.isDir, c.mode, c.uid, c.gid)
-			s, err := OpenLocalStore("file://"+d, nil)
+			s, err := Open("file://"+d, nil)
 			if err == nil {
 				// Per-name entries are judged before a hold uses them.
-				err = s.CheckName(KindLock, "x")
+				err = s.CheckName(hold.KindLock, "x")
 				s.Close()
 			}
 			if c.want == "" {
 				require.NoError(t, err)
 				return
 			}
-			requireLocalUsage(t, err, ErrLocalStateDir, c.want)
+			requireLocalUsage(t, err, errStateDir, c.want)
 			require.Contains(t, err.Error(), p)
 		})
 	}
 
 	// A hold on a name whose lock file was planted exits 64 before acquiring.
 	d := mkdir(t, 0o700)
-	s, err := OpenLocalStore("file://"+d, nil)
+	s, err := Open("file://"+d, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	planted := filepath.Join(d, "elections", "room.lock")
 	plant(t, planted, false, 0o600, nobody, nobody)
 	h := startLocalElection(t, s, "room", "agent-a")
-	require.Equal(t, ExitUsage, h.exit())
+	require.Equal(t, hold.ExitUsage, h.exit())
 	require.Contains(t, h.diag.String(), planted)
 }

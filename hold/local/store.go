@@ -1,6 +1,7 @@
-package hold
+package local
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -18,38 +19,19 @@ import (
 	"strings"
 	"time"
 
+	"github.com/octostore-supervisor/supervisor/hold"
 	"github.com/octostore-supervisor/supervisor/internal/procid"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
-// The host-local authority (docs/protocol.md "Host-local authority"):
-// elections and locks are exclusive OS file locks (flock, LockFileEx) on one
-// file per name in a state directory, the fencing term is a persisted counter,
-// and a hold renews by proving it still owns the locked file. It prints the
-// same events, with the same budget arithmetic, as the HTTP holds, so the
-// supervisor cannot tell them apart.
-//
-// Layout of a state directory:
-//
-//	term                         the fencing counter (20 digits + "\n"), fsynced
-//	elections/<escaped>.lock     flocked by the leader of that room; holds the
-//	                             last term issued for the room (as term does)
-//	elections/<escaped>.holder   JSON record of the leader, for status and watch
-//	locks/<escaped>.lock         likewise for locks
-//	locks/<escaped>.holder
-//
-// Lock files are never deleted: unlinking a lock file on release would let a
-// waiter that opened the old file and a newcomer that created a new one both
-// "own" the name.
+// privateServer is the --server value that selects the per-user default
+// state directory (OpenPrivate). "file:///path/to/dir" selects a directory
+// that may be shared by the members of a group.
+const privateServer = "local"
 
-// LocalServer is the --server value that selects the host-local authority in
-// the per-user default state directory. "file:///path/to/dir" selects a
-// directory that may be shared by the members of a group.
-const LocalServer = "local"
-
-// DefaultLocalPollInterval is how often a waiting local hold retries its lock
+// defaultPoll is how often a waiting local hold retries its lock
 // and how often a local watch re-reads the status.
-const DefaultLocalPollInterval = 250 * time.Millisecond
+const defaultPoll = 250 * time.Millisecond
 
 // maxEscapedName keeps "<escaped>.holder.tmp" within the 255-byte file-name
 // limit of the file systems we run on.
@@ -61,40 +43,41 @@ const maxEscapedName = 255 - len(".holder.tmp")
 // exactly what a replaced lock file means.
 const reasonLockGone = "lease_not_current"
 
-// reasonLocalFailure is the error code of a local I/O failure before
+// reasonFailure is the error code of a local I/O failure before
 // authority: the authority itself failed, as a server's internal_error.
-const reasonLocalFailure = CodeInternalError
+const reasonFailure = hold.CodeInternalError
 
 // Usage-error classes of the local authority (exit 64).
 var (
-	ErrLocalStateDir = errors.New("unusable local state directory")
-	ErrLocalName     = errors.New("invalid local authority name")
+	errStateDir = errors.New("unusable local state directory")
+	errName     = errors.New("invalid local authority name")
 )
 
-// ErrTermRewound means the fencing counter reads less than a term the store
+// errTermRewound means the fencing counter reads less than a term the store
 // already recorded as issued: someone rewound it (or restored an old copy).
 // Handing out the next value would repeat a term, so acquisition fails.
-var ErrTermRewound = errors.New("the fencing counter was rewound")
+var errTermRewound = errors.New("the fencing counter was rewound")
 
-// errLocalLost marks a proof that the lock is no longer ours.
-var errLocalLost = errors.New("local lock is no longer held")
+// errLost marks a proof that the lock is no longer ours.
+var errLost = errors.New("local lock is no longer held")
 
-// IsLocalServer reports whether a resolved --server / OCTOSTORE_URL value
+// IsServer reports whether a resolved --server / OCTOSTORE_URL value
 // selects the local authority ("local" or a file: URL) rather than an HTTP
-// server. The CLI then calls OpenLocalStore instead of ValidateServer.
-func IsLocalServer(raw string) bool {
+// server. The CLI then calls Open instead of hold.ValidateServer.
+func IsServer(raw string) bool {
 	s := strings.TrimSpace(raw)
-	if s == LocalServer {
+	if s == privateServer {
 		return true
 	}
 	scheme, _, ok := strings.Cut(s, ":")
 	return ok && strings.EqualFold(scheme, "file")
 }
 
-// LocalStore is an opened, validated state directory. All file access goes
-// through an os.Root on the directory that was checked, so neither a rename of
-// the directory nor a symlink inside it can redirect the authority elsewhere.
-type LocalStore struct {
+// Store is an opened, validated state directory: the host-local
+// hold.Authority. All file access goes through an os.Root on the directory
+// that was checked, so neither a rename of the directory nor a symlink inside
+// it can redirect the authority elsewhere.
+type Store struct {
 	dir    string
 	server string
 	shared bool
@@ -103,10 +86,16 @@ type LocalStore struct {
 
 	entries           entryRules // whose entries the directory may hold
 	fileMode, dirMode fs.FileMode
+
+	// poll is how often a waiting hold retries its lock and a watch re-reads
+	// the status; 0 means defaultPoll. Tests shorten it.
+	poll time.Duration
 }
 
-// OpenLocalStore validates raw ("local" or "file:///abs/dir", see
-// IsLocalServer) and opens its state directory. "local" uses
+var _ hold.Authority = (*Store)(nil)
+
+// Open validates raw ("local" or "file:///abs/dir", see
+// IsServer) and opens its state directory. "local" uses
 // $XDG_RUNTIME_DIR/octostore, else <TMPDIR or /tmp>/octostore-<uid>
 // (%LOCALAPPDATA%\octostore on Windows), creating it 0700; a file: directory
 // must exist and may be group-shared. A symlink, a directory others may write
@@ -118,37 +107,48 @@ type LocalStore struct {
 // shares its entries with its group).
 // env supplies the environment (os.LookupEnv in production). The caller must
 // Close the store.
-func OpenLocalStore(raw string, env LookupEnv) (*LocalStore, error) {
+func Open(raw string, env hold.LookupEnv) (*Store, error) {
 	s := strings.TrimSpace(raw)
-	if s == LocalServer {
-		dir, err := defaultLocalDir(env)
-		if err != nil {
-			return nil, err
-		}
-		return openLocalStore(dir, LocalServer, false)
+	if s == privateServer {
+		return OpenPrivate(env)
 	}
 	dir, server, err := parseFileServer(s)
 	if err != nil {
 		return nil, err
 	}
-	return openLocalStore(dir, server, true)
+	return openDir(dir, server, true)
+}
+
+// OpenPrivate opens the per-user state directory that --server local names
+// (see Open): where the supervisor keeps its survivor records and
+// interlocks (OpenSupervised).
+func OpenPrivate(env hold.LookupEnv) (*Store, error) {
+	dir, err := defaultLocalDir(env)
+	if err != nil {
+		return nil, err
+	}
+	return openDir(dir, privateServer, false)
+}
+
+func usageError(class error, msg string) *hold.UsageError {
+	return &hold.UsageError{Msg: msg, Class: class}
 }
 
 // parseFileServer turns file:///abs/dir into the directory and the normalised
 // URL that becomes the "server" field of every event.
 func parseFileServer(raw string) (dir, server string, err error) {
 	bad := func(why string) error {
-		return usageError(ErrInvalidServerURL, "invalid server URL: "+why)
+		return usageError(hold.ErrInvalidServerURL, "invalid server URL: "+why)
 	}
 	if strings.ContainsAny(raw, "?#") {
-		return "", "", usageError(ErrServerQuery, "server URL must not contain a query or fragment")
+		return "", "", usageError(hold.ErrServerQuery, "server URL must not contain a query or fragment")
 	}
 	u, perr := url.Parse(raw)
 	if perr != nil {
 		return "", "", bad("the file URL could not be parsed")
 	}
 	if u.User != nil {
-		return "", "", usageError(ErrServerCredentials, "credentials are not allowed in the server URL")
+		return "", "", usageError(hold.ErrServerCredentials, "credentials are not allowed in the server URL")
 	}
 	if u.Opaque != "" || (u.Host != "" && !strings.EqualFold(u.Host, "localhost")) ||
 		strings.ContainsRune(u.Path, 0) {
@@ -164,18 +164,18 @@ func parseFileServer(raw string) (dir, server string, err error) {
 // stateDirError builds the one-line refusal of a state directory; control
 // characters in a path are escaped so the message stays one line.
 func stateDirError(format string, args ...any) error {
-	return usageError(ErrLocalStateDir, TerminalSafe(fmt.Sprintf(format, args...)))
+	return stateDirErrorCause(nil, format, args...)
 }
 
 func stateDirErrorCause(cause error, format string, args ...any) error {
-	return usageErrorCause(ErrLocalStateDir, TerminalSafe(fmt.Sprintf(format, args...)), cause)
+	return &hold.UsageError{Msg: hold.TerminalSafe(fmt.Sprintf(format, args...)), Class: errStateDir, Cause: cause}
 }
 
-func openLocalStore(dir, server string, shared bool) (*LocalStore, error) {
-	st := &LocalStore{dir: dir, server: server, shared: shared}
+func openDir(dir, server string, shared bool) (*Store, error) {
+	st := &Store{dir: dir, server: server, shared: shared}
 	if !shared {
 		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-			return nil, stateDirErrorCause(err, "could not create local state directory %s: %s", dir, osErrorText(err))
+			return nil, stateDirErrorCause(err, "could not create local state directory %s: %s", dir, hold.OSErrorText(err))
 		}
 	}
 	lfi, err := os.Lstat(dir)
@@ -183,7 +183,7 @@ func openLocalStore(dir, server string, shared bool) (*LocalStore, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, stateDirError("local state directory %s does not exist", dir)
 		}
-		return nil, stateDirErrorCause(err, "could not inspect local state directory %s: %s", dir, osErrorText(err))
+		return nil, stateDirErrorCause(err, "could not inspect local state directory %s: %s", dir, hold.OSErrorText(err))
 	}
 	if lfi.Mode()&fs.ModeSymlink != 0 {
 		return nil, stateDirError("local state directory %s is a symbolic link; refusing it", dir)
@@ -193,74 +193,78 @@ func openLocalStore(dir, server string, shared bool) (*LocalStore, error) {
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, stateDirErrorCause(err, "could not open local state directory %s: %s", dir, osErrorText(err))
+		return nil, stateDirErrorCause(err, "could not open local state directory %s: %s", dir, hold.OSErrorText(err))
 	}
 	st.root = root
-	fail := func(err error) (*LocalStore, error) {
+	if err := st.check(lfi); err != nil {
 		_ = st.Close()
-		var ue *UsageError
+		var ue *hold.UsageError
 		if !errors.As(err, &ue) {
-			err = stateDirErrorCause(err, "could not open local state directory %s: %s", dir, osErrorText(err))
+			err = stateDirErrorCause(err, "could not open local state directory %s: %s", dir, hold.OSErrorText(err))
 		}
 		return nil, err
-	}
-	self, err := root.Open(".")
-	if err != nil {
-		return fail(stateDirErrorCause(err, "could not open local state directory %s: %s", dir, osErrorText(err)))
-	}
-	st.self = self
-	fi, err := self.Stat()
-	if err != nil {
-		return fail(stateDirErrorCause(err, "could not inspect local state directory %s: %s", dir, osErrorText(err)))
-	}
-	// The checks below must judge the directory we will use, not whatever
-	// the path named a moment ago.
-	if !os.SameFile(fi, lfi) {
-		return fail(stateDirError("local state directory %s changed while it was being opened", dir))
-	}
-	if err := checkStateDirOwnership(self, dir, shared); err != nil {
-		return fail(err)
-	}
-	if err := checkReliableLocks(self, dir); err != nil {
-		return fail(err)
-	}
-	st.entries = entryRulesFor(fi, shared)
-	st.fileMode, st.dirMode = 0o600, 0o700
-	if st.entries.groupShared() {
-		st.fileMode, st.dirMode = 0o660, 0o770
-	}
-	for _, sub := range []string{localElections, localLocks} {
-		if err := st.ensureSubdir(sub); err != nil {
-			return fail(err)
-		}
-	}
-	if err := st.checkExisting(localTermFile); err != nil {
-		return fail(err)
 	}
 	return st, nil
 }
 
+// check judges the opened directory, which must be the one lfi describes,
+// and prepares its subdirectories.
+func (st *Store) check(lfi fs.FileInfo) error {
+	dir := st.dir
+	self, err := st.root.Open(".")
+	if err != nil {
+		return stateDirErrorCause(err, "could not open local state directory %s: %s", dir, hold.OSErrorText(err))
+	}
+	st.self = self
+	fi, err := self.Stat()
+	if err != nil {
+		return stateDirErrorCause(err, "could not inspect local state directory %s: %s", dir, hold.OSErrorText(err))
+	}
+	// The checks below must judge the directory we will use, not whatever
+	// the path named a moment ago.
+	if !os.SameFile(fi, lfi) {
+		return stateDirError("local state directory %s changed while it was being opened", dir)
+	}
+	if err := checkStateDirOwnership(self, dir, st.shared); err != nil {
+		return err
+	}
+	if err := checkReliableLocks(self, dir); err != nil {
+		return err
+	}
+	st.entries = entryRulesFor(fi, st.shared)
+	st.fileMode, st.dirMode = 0o600, 0o700
+	if st.entries.groupShared() {
+		st.fileMode, st.dirMode = 0o660, 0o770
+	}
+	for _, sub := range []string{electionsDir, locksDir} {
+		if err := st.ensureSubdir(sub); err != nil {
+			return err
+		}
+	}
+	return st.checkExisting(termFile)
+}
+
 const (
-	localElections = "elections"
-	localLocks     = "locks"
-	localTermFile  = "term"
+	electionsDir = "elections"
+	locksDir     = "locks"
+	termFile     = "term"
 )
 
-func (s *LocalStore) ensureSubdir(sub string) error {
+func (s *Store) ensureSubdir(sub string) error {
 	if err := s.root.Mkdir(sub, s.dirMode); err == nil {
 		// Mkdir honours the umask; a shared directory needs the group bits.
 		if err := chmodCreatedDir(s.root, sub, s.dirMode); err != nil {
-			return stateDirErrorCause(err, "could not set permissions of %s: %s", s.join(sub), osErrorText(err))
+			return stateDirErrorCause(err, "could not set permissions of %s: %s", s.join(sub), hold.OSErrorText(err))
 		}
 		if err := syncDir(s.self); err != nil {
-			return stateDirErrorCause(err, "could not sync %s: %s", s.dir, osErrorText(err))
+			return stateDirErrorCause(err, "could not sync %s: %s", s.dir, hold.OSErrorText(err))
 		}
 	} else if !errors.Is(err, fs.ErrExist) {
-		return stateDirErrorCause(err, "could not create %s: %s", s.join(sub), osErrorText(err))
+		return stateDirErrorCause(err, "could not create %s: %s", s.join(sub), hold.OSErrorText(err))
 	}
 	fi, err := s.root.Lstat(sub)
 	if err != nil {
-		return stateDirErrorCause(err, "could not inspect %s: %s", s.join(sub), osErrorText(err))
+		return stateDirErrorCause(err, "could not inspect %s: %s", s.join(sub), hold.OSErrorText(err))
 	}
 	if !fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0 {
 		return stateDirError("%s in the local state directory is not a plain directory", s.join(sub))
@@ -269,13 +273,13 @@ func (s *LocalStore) ensureSubdir(sub string) error {
 }
 
 // checkExisting judges the entry rel if it exists (entryRules).
-func (s *LocalStore) checkExisting(rel string) error {
+func (s *Store) checkExisting(rel string) error {
 	fi, err := s.root.Lstat(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return stateDirErrorCause(err, "could not inspect %s: %s", s.join(rel), osErrorText(err))
+		return stateDirErrorCause(err, "could not inspect %s: %s", s.join(rel), hold.OSErrorText(err))
 	}
 	return s.entries.check(s.join(rel), fi)
 }
@@ -283,15 +287,15 @@ func (s *LocalStore) checkExisting(rel string) error {
 // CheckName judges the existing files of kind/name by entryRules, so that a
 // planted lock, holder record or interlock is refused (*UsageError, exit 64)
 // before anything starts.
-func (s *LocalStore) CheckName(kind Kind, name string) error {
-	esc, err := escapeLocalName(name)
+func (s *Store) CheckName(kind hold.Kind, name string) error {
+	esc, err := escapeName(name)
 	if err != nil {
 		return err
 	}
 	return s.checkNameEntries(pathsFor(kind, esc))
 }
 
-func (s *LocalStore) checkNameEntries(p localPaths) error {
+func (s *Store) checkNameEntries(p paths) error {
 	for _, rel := range []string{p.lock, p.record, p.interlock} {
 		if err := s.checkExisting(rel); err != nil {
 			return err
@@ -302,7 +306,7 @@ func (s *LocalStore) checkNameEntries(p localPaths) error {
 
 // Close releases the directory handles. Holds, status and watch must have
 // finished.
-func (s *LocalStore) Close() error {
+func (s *Store) Close() error {
 	var errs []error
 	if s.self != nil {
 		errs = append(errs, s.self.Close())
@@ -314,44 +318,44 @@ func (s *LocalStore) Close() error {
 }
 
 // Dir is the state directory's path.
-func (s *LocalStore) Dir() string { return s.dir }
+func (s *Store) Dir() string { return s.dir }
 
 // Server is the "server" field of events: "local" or the normalised file URL.
-func (s *LocalStore) Server() string { return s.server }
+func (s *Store) Server() string { return s.server }
 
-func (s *LocalStore) join(rel string) string {
+func (s *Store) join(rel string) string {
 	return strings.TrimRight(s.dir, `/\`) + string(os.PathSeparator) + filepath.FromSlash(rel)
 }
 
-// ValidateLocalName checks an election id or lock name for the local
+// ValidateName checks an election id or lock name for the local
 // authority (the CLI calls it before starting a hold, status or watch):
 // empty, ".", "..", a name with a "." or ".." path segment or a leading path
 // separator, and names too long once escaped are refused (*UsageError, 64).
-func ValidateLocalName(name string) error {
-	_, err := escapeLocalName(name)
+func ValidateName(name string) error {
+	_, err := escapeName(name)
 	return err
 }
 
-// escapeLocalName maps a name to a file-name stem that cannot leave its
+// escapeName maps a name to a file-name stem that cannot leave its
 // directory: every byte outside [a-z0-9._-] is percent-encoded (upper-case
 // hex), as is a leading '.'. Upper-case letters are encoded so that names
 // differing only in case stay distinct on case-insensitive file systems
 // (macOS, Windows), and a stem that Windows would take for a device (CON,
 // NUL, COM1, …) gets its first byte encoded. Decoding the result gives the
 // name back, so the mapping is injective.
-func escapeLocalName(name string) (string, error) {
+func escapeName(name string) (string, error) {
 	if name == "" {
-		return "", usageError(ErrLocalName, "name must not be empty")
+		return "", usageError(errName, "name must not be empty")
 	}
 	if strings.ContainsRune(name, 0) {
-		return "", usageError(ErrLocalName, "name must not contain NUL")
+		return "", usageError(errName, "name must not contain NUL")
 	}
 	if strings.HasPrefix(name, "/") || strings.HasPrefix(name, `\`) {
-		return "", usageError(ErrLocalName, fmt.Sprintf("name %q would escape the local state directory", name))
+		return "", usageError(errName, fmt.Sprintf("name %q would escape the local state directory", name))
 	}
 	for _, seg := range strings.FieldsFunc(name, func(r rune) bool { return r == '/' || r == '\\' }) {
 		if seg == "." || seg == ".." {
-			return "", usageError(ErrLocalName, fmt.Sprintf("name %q would escape the local state directory", name))
+			return "", usageError(errName, fmt.Sprintf("name %q would escape the local state directory", name))
 		}
 	}
 	var b strings.Builder
@@ -369,7 +373,7 @@ func escapeLocalName(name string) (string, error) {
 		s = fmt.Sprintf("%%%02X", s[0]) + s[1:]
 	}
 	if len(s) > maxEscapedName {
-		return "", usageError(ErrLocalName, fmt.Sprintf("name is too long for the local authority (%d bytes once escaped; at most %d)", len(s), maxEscapedName))
+		return "", usageError(errName, fmt.Sprintf("name is too long for the local authority (%d bytes once escaped; at most %d)", len(s), maxEscapedName))
 	}
 	return s, nil
 }
@@ -385,19 +389,19 @@ func windowsDeviceName(stem string) bool {
 	return false
 }
 
-func localSubdir(kind Kind) string {
-	if kind == KindLock {
-		return localLocks
+func subdir(kind hold.Kind) string {
+	if kind == hold.KindLock {
+		return locksDir
 	}
-	return localElections
+	return electionsDir
 }
 
-// localPaths are the root-relative paths of one name's files.
-type localPaths struct{ lock, record, tmp, interlock string }
+// paths are the root-relative paths of one name's files.
+type paths struct{ lock, record, tmp, interlock string }
 
-func pathsFor(kind Kind, escaped string) localPaths {
-	base := path.Join(localSubdir(kind), escaped)
-	return localPaths{lock: base + ".lock", record: base + ".holder", tmp: base + ".holder.tmp", interlock: base + ".active"}
+func pathsFor(kind hold.Kind, escaped string) paths {
+	base := path.Join(subdir(kind), escaped)
+	return paths{lock: base + ".lock", record: base + ".holder", tmp: base + ".holder.tmp", interlock: base + ".active"}
 }
 
 // OpenInterlock opens (creating it if needed) the name's interlock file.
@@ -407,12 +411,12 @@ func pathsFor(kind Kind, escaped string) localPaths {
 // exclusively before it starts a protected worker and unlocks it only after
 // the worker's whole tree is proven gone, so the next supervisor's worker
 // cannot start before the previous one is contained.
-func (s *LocalStore) OpenInterlock(kind Kind, name string) (*os.File, error) {
-	escaped, err := escapeLocalName(name)
+func (s *Store) OpenInterlock(kind hold.Kind, name string) (*os.File, error) {
+	escaped, err := escapeName(name)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.ensureSubdir(localSubdir(kind)); err != nil {
+	if err := s.ensureSubdir(subdir(kind)); err != nil {
 		return nil, err
 	}
 	f, err := s.createOrOpen(pathsFor(kind, escaped).interlock, os.O_RDWR)
@@ -424,7 +428,7 @@ func (s *LocalStore) OpenInterlock(kind Kind, name string) (*os.File, error) {
 
 // createOrOpen opens rel with flag, creating it (O_EXCL, then with the
 // store's mode despite the umask) when it does not exist yet.
-func (s *LocalStore) createOrOpen(rel string, flag int) (*os.File, error) {
+func (s *Store) createOrOpen(rel string, flag int) (*os.File, error) {
 	f, err := s.root.OpenFile(rel, flag|os.O_CREATE|os.O_EXCL, s.fileMode)
 	if err == nil {
 		if err := chmodCreated(f, s.fileMode); err != nil {
@@ -444,7 +448,7 @@ func (s *LocalStore) createOrOpen(rel string, flag int) (*os.File, error) {
 }
 
 // openExisting opens rel and judges what it opened (entryRules).
-func (s *LocalStore) openExisting(rel string, flag int) (*os.File, error) {
+func (s *Store) openExisting(rel string, flag int) (*os.File, error) {
 	f, err := s.root.OpenFile(rel, flag, 0)
 	if err != nil {
 		return nil, err
@@ -466,48 +470,48 @@ const termWidth = 20
 
 // bumpTerm increments the fencing counter under its own exclusive lock and
 // fsyncs it, so terms strictly increase across holders, elections and locks
-// alike, and restarts. The lock is polled (not waited for) so stop can end
+// alike, and restarts. The lock is polled (not waited for) so ctx can end
 // the attempt. A counter that is not exactly what we write is corrupt: we
 // fail rather than restart from zero. issued is the name's lock file, where
 // every holder copies its term: the counter must not be below it nor below
-// any holder record's term (ErrTermRewound), since every term recorded was
+// any holder record's term (errTermRewound), since every term recorded was
 // taken from the counter first.
-func (s *LocalStore) bumpTerm(stop <-chan struct{}, issued *os.File, issuedRel string) (uint64, error) {
-	f, err := s.createOrOpen(localTermFile, os.O_RDWR)
+func (s *Store) bumpTerm(ctx context.Context, issued *os.File, issuedRel string) (uint64, error) {
+	f, err := s.createOrOpen(termFile, os.O_RDWR)
 	if err != nil {
-		return 0, fmt.Errorf("open term counter %s: %w", s.join(localTermFile), err)
+		return 0, fmt.Errorf("open term counter %s: %w", s.join(termFile), err)
 	}
 	defer f.Close()
 	for {
 		ok, err := platform.TryLockFile(f, true)
 		if err != nil {
-			return 0, fmt.Errorf("lock term counter %s: %w", s.join(localTermFile), err)
+			return 0, fmt.Errorf("lock term counter %s: %w", s.join(termFile), err)
 		}
 		if ok {
 			break
 		}
 		select {
-		case <-stop:
+		case <-ctx.Done():
 			return 0, errors.New("gave up waiting for the term counter lock")
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
 	cur, err := readTerm(f)
 	if err != nil {
-		return 0, fmt.Errorf("term counter %s: %w", s.join(localTermFile), err)
+		return 0, fmt.Errorf("term counter %s: %w", s.join(termFile), err)
 	}
 	if err := s.checkNotRewound(cur, issued, issuedRel); err != nil {
 		return 0, err
 	}
 	if cur == math.MaxUint64 {
-		return 0, fmt.Errorf("term counter %s is exhausted", s.join(localTermFile))
+		return 0, fmt.Errorf("term counter %s is exhausted", s.join(termFile))
 	}
 	next := cur + 1
 	if err := writeTerm(f, next); err != nil {
-		return 0, fmt.Errorf("write term counter %s: %w", s.join(localTermFile), err)
+		return 0, fmt.Errorf("write term counter %s: %w", s.join(termFile), err)
 	}
 	if err := f.Sync(); err != nil {
-		return 0, fmt.Errorf("sync term counter %s: %w", s.join(localTermFile), err)
+		return 0, fmt.Errorf("sync term counter %s: %w", s.join(termFile), err)
 	}
 	// Closing f releases the lock.
 	return next, nil
@@ -515,7 +519,7 @@ func (s *LocalStore) bumpTerm(stop <-chan struct{}, issued *os.File, issuedRel s
 
 // checkNotRewound compares the counter with the terms the store recorded as
 // issued: the name's lock file and every holder record.
-func (s *LocalStore) checkNotRewound(cur uint64, issued *os.File, issuedRel string) error {
+func (s *Store) checkNotRewound(cur uint64, issued *os.File, issuedRel string) error {
 	hi, where := uint64(0), ""
 	last, err := readTerm(issued)
 	if err != nil {
@@ -524,7 +528,7 @@ func (s *LocalStore) checkNotRewound(cur uint64, issued *os.File, issuedRel stri
 	if last > hi {
 		hi, where = last, s.join(issuedRel)
 	}
-	for _, sub := range []string{localElections, localLocks} {
+	for _, sub := range []string{electionsDir, locksDir} {
 		names, err := fs.Glob(s.root.FS(), sub+"/*.holder")
 		if err != nil {
 			return err
@@ -544,7 +548,7 @@ func (s *LocalStore) checkNotRewound(cur uint64, issued *os.File, issuedRel stri
 	}
 	if hi > cur {
 		return fmt.Errorf("%w: term counter %s reads %d, but term %d was already issued (recorded in %s); refusing to hand out a stale fencing term",
-			ErrTermRewound, s.join(localTermFile), cur, hi, where)
+			errTermRewound, s.join(termFile), cur, hi, where)
 	}
 	return nil
 }
@@ -575,8 +579,8 @@ func readTerm(f *os.File) (uint64, error) {
 }
 
 // peekTerm reads the counter without its lock, for status displays only.
-func (s *LocalStore) peekTerm() (uint64, bool) {
-	f, err := s.root.Open(localTermFile)
+func (s *Store) peekTerm() (uint64, bool) {
+	f, err := s.root.Open(termFile)
 	if err != nil {
 		return 0, errors.Is(err, fs.ErrNotExist)
 	}
@@ -585,9 +589,9 @@ func (s *LocalStore) peekTerm() (uint64, bool) {
 	return v, err == nil
 }
 
-// localRecord describes the holder of one name, for status and watch, and
+// holderRecord describes the holder of one name, for status and watch, and
 // lets a holder notice that someone else now claims the name.
-type localRecord struct {
+type holderRecord struct {
 	Kind        string  `json:"kind"`
 	Name        string  `json:"name"`
 	CandidateID *string `json:"candidate_id,omitempty"`
@@ -603,21 +607,21 @@ type localRecord struct {
 }
 
 // holderProcess names the process that wrote the record.
-func (rec localRecord) holderProcess() procid.ID { return procid.ID{Pid: rec.PID, Start: rec.Start} }
+func (rec holderRecord) holderProcess() procid.ID { return procid.ID{Pid: rec.PID, Start: rec.Start} }
 
-func (s *LocalStore) readRecord(rel string) (localRecord, error) {
+func (s *Store) readRecord(rel string) (holderRecord, error) {
 	f, err := s.openExisting(rel, os.O_RDONLY)
 	if err != nil {
-		return localRecord{}, err
+		return holderRecord{}, err
 	}
 	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
 	f.Close()
 	if err != nil {
-		return localRecord{}, err
+		return holderRecord{}, err
 	}
-	var rec localRecord
+	var rec holderRecord
 	if err := json.Unmarshal(b, &rec); err != nil {
-		return localRecord{}, fmt.Errorf("holder record %s is malformed: %w", s.join(rel), err)
+		return holderRecord{}, fmt.Errorf("holder record %s is malformed: %w", s.join(rel), err)
 	}
 	return rec, nil
 }
@@ -625,7 +629,7 @@ func (s *LocalStore) readRecord(rel string) (localRecord, error) {
 // writeRecord replaces the record atomically (write, then rename), so a
 // reader sees the old record or the new one, never a mixture. Only the
 // current lock holder writes it.
-func (s *LocalStore) writeRecord(p localPaths, rec localRecord) error {
+func (s *Store) writeRecord(p paths, rec holderRecord) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -636,7 +640,7 @@ func (s *LocalStore) writeRecord(p localPaths, rec localRecord) error {
 // writeReplace writes b to tmp and renames it over rel, so a reader sees the
 // old content or the new, never a mixture; durable also fsyncs the file and
 // the directory.
-func (s *LocalStore) writeReplace(tmp, rel string, b []byte, durable bool) error {
+func (s *Store) writeReplace(tmp, rel string, b []byte, durable bool) error {
 	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, s.fileMode)
 	if err != nil {
 		return err
@@ -668,21 +672,31 @@ func newHolderID() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// CreateElection makes a new room: a random 32-character URL-safe id, as the
-// server generates (24 random bytes, base64url without padding), and its lock
-// file. Every candidate must then be given this same id.
-func (s *LocalStore) CreateElection() (string, error) {
+// CreateElection makes a new room (hold.Authority): a random 32-character
+// URL-safe id, as the server generates (24 random bytes, base64url without
+// padding), and its lock file. Every candidate must then be given this same
+// id. The paths are the server's, so --json prints the same shape.
+func (s *Store) CreateElection(context.Context) (hold.ElectionCreated, error) {
+	id, err := s.createElection()
+	if err != nil {
+		return hold.ElectionCreated{}, err
+	}
+	p := "/elections/" + hold.EncodeSegment(id)
+	return hold.ElectionCreated{ElectionID: id, CampaignPath: p + "/campaign", StatusPath: p, WatchPath: p + "/watch"}, nil
+}
+
+func (s *Store) createElection() (string, error) {
 	for {
 		var b [24]byte
 		if _, err := rand.Read(b[:]); err != nil {
 			return "", err
 		}
 		id := base64.RawURLEncoding.EncodeToString(b[:])
-		esc, err := escapeLocalName(id)
+		esc, err := escapeName(id)
 		if err != nil {
 			return "", err
 		}
-		f, err := s.root.OpenFile(pathsFor(KindElection, esc).lock, os.O_RDONLY|os.O_CREATE|os.O_EXCL, s.fileMode)
+		f, err := s.root.OpenFile(pathsFor(hold.KindElection, esc).lock, os.O_RDONLY|os.O_CREATE|os.O_EXCL, s.fileMode)
 		if errors.Is(err, fs.ErrExist) {
 			continue // astronomically unlikely; draw again
 		}

@@ -1,4 +1,4 @@
-package hold
+package local
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/octostore-supervisor/supervisor/hold"
 )
 
 // Magic numbers of statfs(2) f_type for file systems whose locks may not be
@@ -47,24 +49,16 @@ func networkFSName(magic uint32) string {
 // there flock is emulated, lost on server restarts, or not shared between the
 // hosts that mount it, so two hosts could both lead.
 func checkReliableLocks(d *os.File, dir string) error {
-	raw, err := d.SyscallConn()
+	sfs, err := fstatfs(d, dir)
 	if err != nil {
 		return err
-	}
-	var sfs unix.Statfs_t
-	var serr error
-	if err := raw.Control(func(fd uintptr) { serr = unix.Fstatfs(int(fd), &sfs) }); err != nil {
-		return err
-	}
-	if serr != nil {
-		return stateDirErrorCause(serr, "could not inspect the file system of %s: %s", dir, osErrorText(serr))
 	}
 	magic := uint32(sfs.Type)
 	name := networkFSName(magic)
 	if name == "" && magic == fuseSuperMagic {
 		fi, err := d.Stat()
 		if err != nil {
-			return stateDirErrorCause(err, "could not inspect local state directory %s: %s", dir, osErrorText(err))
+			return stateDirErrorCause(err, "could not inspect local state directory %s: %s", dir, hold.OSErrorText(err))
 		}
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 			if sub := fuseSubtype(uint64(st.Dev)); sub == "fuse.sshfs" {

@@ -1,4 +1,4 @@
-package hold
+package local
 
 import (
 	"os"
@@ -10,17 +10,9 @@ import (
 // does not mark MNT_LOCAL (NFS, SMB, AFP, WebDAV, …): there flock is not
 // shared between the hosts that mount it, so two hosts could both lead.
 func checkReliableLocks(d *os.File, dir string) error {
-	raw, err := d.SyscallConn()
+	sfs, err := fstatfs(d, dir)
 	if err != nil {
 		return err
-	}
-	var sfs unix.Statfs_t
-	var serr error
-	if err := raw.Control(func(fd uintptr) { serr = unix.Fstatfs(int(fd), &sfs) }); err != nil {
-		return err
-	}
-	if serr != nil {
-		return stateDirErrorCause(serr, "could not inspect the file system of %s: %s", dir, osErrorText(serr))
 	}
 	if sfs.Flags&unix.MNT_LOCAL == 0 {
 		return stateDirError("local state directory %s is on a network file system (%s) where file locks are not reliable; refusing it",

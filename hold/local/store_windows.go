@@ -1,4 +1,4 @@
-package hold
+package local
 
 import (
 	"errors"
@@ -11,17 +11,19 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/windows"
+
+	"github.com/octostore-supervisor/supervisor/hold"
 )
 
 // defaultLocalDir is %LOCALAPPDATA%\octostore, which inherits the per-user
 // ACL of the profile.
-func defaultLocalDir(env LookupEnv) (string, error) {
+func defaultLocalDir(env hold.LookupEnv) (string, error) {
 	var v string
 	if env != nil {
 		v, _ = env("LOCALAPPDATA")
 	}
 	if !filepath.IsAbs(v) {
-		return "", usageError(ErrLocalStateDir, "LOCALAPPDATA is not set to an absolute path; use --server file:///C:/path/to/dir")
+		return "", usageError(errStateDir, "LOCALAPPDATA is not set to an absolute path; use --server file:///C:/path/to/dir")
 	}
 	return filepath.Join(v, "octostore"), nil
 }
@@ -61,16 +63,16 @@ func checkStateDirOwnership(d *os.File, dir string, shared bool) error {
 	sd, err := windows.GetSecurityInfo(windows.Handle(d.Fd()), windows.SE_FILE_OBJECT,
 		windows.OWNER_SECURITY_INFORMATION|windows.DACL_SECURITY_INFORMATION)
 	if err != nil {
-		return stateDirErrorCause(err, "could not read the security of local state directory %s: %s", dir, osErrorText(err))
+		return stateDirErrorCause(err, "could not read the security of local state directory %s: %s", dir, hold.OSErrorText(err))
 	}
 	if !shared {
 		owner, _, err := sd.Owner()
 		if err != nil {
-			return stateDirErrorCause(err, "could not read the owner of local state directory %s: %s", dir, osErrorText(err))
+			return stateDirErrorCause(err, "could not read the owner of local state directory %s: %s", dir, hold.OSErrorText(err))
 		}
 		ok, err := ownedByCurrentUser(owner)
 		if err != nil {
-			return stateDirErrorCause(err, "could not identify the current user: %s", osErrorText(err))
+			return stateDirErrorCause(err, "could not identify the current user: %s", hold.OSErrorText(err))
 		}
 		if !ok {
 			return stateDirError("local state directory %s is owned by another user (%s); refusing it", dir, owner.String())
@@ -78,7 +80,7 @@ func checkStateDirOwnership(d *os.File, dir string, shared bool) error {
 	}
 	dacl, _, err := sd.DACL()
 	if err != nil {
-		return stateDirErrorCause(err, "could not read the access list of local state directory %s: %s", dir, osErrorText(err))
+		return stateDirErrorCause(err, "could not read the access list of local state directory %s: %s", dir, hold.OSErrorText(err))
 	}
 	if dacl == nil {
 		// A NULL DACL grants everyone full control.
@@ -89,7 +91,7 @@ func checkStateDirOwnership(d *os.File, dir string, shared bool) error {
 	for i := uint32(0); i < uint32(dacl.AceCount); i++ {
 		var ace *windows.ACCESS_ALLOWED_ACE
 		if err := windows.GetAce(dacl, i, &ace); err != nil {
-			return stateDirErrorCause(err, "could not read the access list of local state directory %s: %s", dir, osErrorText(err))
+			return stateDirErrorCause(err, "could not read the access list of local state directory %s: %s", dir, hold.OSErrorText(err))
 		}
 		if ace.Header.AceType != windows.ACCESS_ALLOWED_ACE_TYPE || ace.Header.AceFlags&windows.INHERIT_ONLY_ACE != 0 ||
 			ace.Mask&dirWriteMask == 0 {
@@ -134,7 +136,7 @@ func checkReliableLocks(_ *os.File, dir string) error {
 	}
 	buf := make([]uint16, windows.MAX_LONG_PATH)
 	if err := windows.GetVolumePathName(p, &buf[0], uint32(len(buf))); err != nil {
-		return stateDirErrorCause(err, "could not find the volume of %s: %s", dir, osErrorText(err))
+		return stateDirErrorCause(err, "could not find the volume of %s: %s", dir, hold.OSErrorText(err))
 	}
 	if windows.GetDriveType(&buf[0]) == windows.DRIVE_REMOTE {
 		return stateDirError("local state directory %s is on a network drive where file locks are not reliable; refusing it", dir)
@@ -182,7 +184,7 @@ func chmodCreatedDir(*os.Root, string, fs.FileMode) error { return nil }
 // could then never remove its holder record. There the file is deleted the
 // classic way: a DELETE handle opened relative to its directory, itself
 // opened through the root, so the deletion cannot leave the store either.
-func (s *LocalStore) removeFile(rel string) error {
+func (s *Store) removeFile(rel string) error {
 	err := s.root.Remove(rel)
 	if !errors.Is(err, windows.ERROR_INVALID_FUNCTION) {
 		return err
@@ -225,7 +227,7 @@ func (s *LocalStore) removeFile(rel string) error {
 // and a status or watch reader holds the holder record open for the moment of
 // one read; so a refusal is retried for a bounded while instead of failing the
 // acquisition or renewal outright.
-func (s *LocalStore) replaceFile(from, to string) error {
+func (s *Store) replaceFile(from, to string) error {
 	const tries, pause = 40, 5 * time.Millisecond
 	var err error
 	for range tries {

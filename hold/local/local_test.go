@@ -1,4 +1,4 @@
-package hold
+package local
 
 import (
 	"encoding/json"
@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/octostore-supervisor/supervisor/hold"
 )
 
-func localEnv(m map[string]string) LookupEnv {
+func localEnv(m map[string]string) hold.LookupEnv {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
@@ -21,10 +23,10 @@ func localEnv(m map[string]string) LookupEnv {
 func requireLocalUsage(t *testing.T, err error, class error, contains string) {
 	t.Helper()
 	require.Error(t, err)
-	var ue *UsageError
+	var ue *hold.UsageError
 	require.True(t, errors.As(err, &ue), "want *UsageError, got %T: %v", err, err)
 	require.ErrorIs(t, err, class)
-	require.Equal(t, ExitUsage, ue.ExitCode())
+	require.Equal(t, hold.ExitUsage, ue.ExitCode())
 	require.NotContains(t, ue.Error(), "\n")
 	require.Contains(t, ue.Error(), contains)
 }
@@ -52,7 +54,7 @@ func TestLocalNameEscaping(t *testing.T) {
 		strings.Repeat("é", 40) + "": strings.Repeat("%C3%A9", 40),
 	}
 	for name, want := range cases {
-		got, err := escapeLocalName(name)
+		got, err := escapeName(name)
 		require.NoError(t, err, name)
 		require.Equal(t, want, got, name)
 		// Decoding gives the name back (the mapping is injective), and the
@@ -68,7 +70,7 @@ func TestLocalNameEscaping(t *testing.T) {
 	// is what a case-insensitive file system does to them.
 	seen := map[string]string{}
 	for _, n := range []string{"abc", "ABC", "Abc", "aBc", "%41bc", "%61bc", "con", "CON", "%63on"} {
-		e, err := escapeLocalName(n)
+		e, err := escapeName(n)
 		require.NoError(t, err)
 		f := strings.ToLower(e)
 		if prev, dup := seen[f]; dup {
@@ -80,14 +82,14 @@ func TestLocalNameEscaping(t *testing.T) {
 
 func TestLocalNameTraversalRefused(t *testing.T) {
 	for _, name := range []string{"..", ".", "../etc", "a/../../b", "a/./b", "/etc/passwd", `..\windows`, `a\..\b`, `\x`, "a/.."} {
-		_, err := escapeLocalName(name)
-		requireLocalUsage(t, err, ErrLocalName, "would escape the local state directory")
-		requireLocalUsage(t, ValidateLocalName(name), ErrLocalName, "escape")
+		_, err := escapeName(name)
+		requireLocalUsage(t, err, errName, "would escape the local state directory")
+		requireLocalUsage(t, ValidateName(name), errName, "escape")
 	}
-	requireLocalUsage(t, ValidateLocalName(""), ErrLocalName, "must not be empty")
-	requireLocalUsage(t, ValidateLocalName("a\x00b"), ErrLocalName, "NUL")
-	requireLocalUsage(t, ValidateLocalName(strings.Repeat("a", 245)), ErrLocalName, "too long")
-	requireLocalUsage(t, ValidateLocalName(strings.Repeat("A", 82)), ErrLocalName, "246 bytes once escaped")
+	requireLocalUsage(t, ValidateName(""), errName, "must not be empty")
+	requireLocalUsage(t, ValidateName("a\x00b"), errName, "NUL")
+	requireLocalUsage(t, ValidateName(strings.Repeat("a", 245)), errName, "too long")
+	requireLocalUsage(t, ValidateName(strings.Repeat("A", 82)), errName, "246 bytes once escaped")
 }
 
 func TestLocalServerSelection(t *testing.T) {
@@ -95,30 +97,30 @@ func TestLocalServerSelection(t *testing.T) {
 		"local": true, " local ": true, "file:///tmp/x": true, "FILE:///tmp/x": true, "file:rel": true,
 		"Local": false, "https://api.octostore.io": false, "http://local": false, "": false, "localhost": false,
 	} {
-		require.Equal(t, want, IsLocalServer(s), s)
+		require.Equal(t, want, IsServer(s), s)
 	}
 }
 
 func TestLocalFileURLRules(t *testing.T) {
 	dir := tempDir(t)
-	requireLocalUsage(t, openBad(t, "file://otherhost"+fileURLPath(dir)), ErrInvalidServerURL, "absolute local directory")
-	requireLocalUsage(t, openBad(t, "file:relative/dir"), ErrInvalidServerURL, "absolute local directory")
-	requireLocalUsage(t, openBad(t, "file://user@"+fileURLPath(dir)), ErrServerCredentials, "credentials")
-	requireLocalUsage(t, openBad(t, "file://"+fileURLPath(dir)+"?x=1"), ErrServerQuery, "query or fragment")
-	requireLocalUsage(t, openBad(t, "file://"+fileURLPath(dir)+"#"), ErrServerQuery, "query or fragment")
-	requireLocalUsage(t, openBad(t, "file://"+fileURLPath(dir)+"%00x"), ErrInvalidServerURL, "absolute local directory")
-	requireLocalUsage(t, openBad(t, "file://"+fileURLPath(filepath.Join(dir, "missing"))), ErrLocalStateDir, "does not exist")
+	requireLocalUsage(t, openBad(t, "file://otherhost"+fileURLPath(dir)), hold.ErrInvalidServerURL, "absolute local directory")
+	requireLocalUsage(t, openBad(t, "file:relative/dir"), hold.ErrInvalidServerURL, "absolute local directory")
+	requireLocalUsage(t, openBad(t, "file://user@"+fileURLPath(dir)), hold.ErrServerCredentials, "credentials")
+	requireLocalUsage(t, openBad(t, "file://"+fileURLPath(dir)+"?x=1"), hold.ErrServerQuery, "query or fragment")
+	requireLocalUsage(t, openBad(t, "file://"+fileURLPath(dir)+"#"), hold.ErrServerQuery, "query or fragment")
+	requireLocalUsage(t, openBad(t, "file://"+fileURLPath(dir)+"%00x"), hold.ErrInvalidServerURL, "absolute local directory")
+	requireLocalUsage(t, openBad(t, "file://"+fileURLPath(filepath.Join(dir, "missing"))), errStateDir, "does not exist")
 
 	// Normalised: dot segments and trailing slashes go, localhost is dropped,
 	// percent-escapes are decoded and re-encoded canonically.
 	sub := filepath.Join(dir, "shared dir")
 	require.NoError(t, os.Mkdir(sub, 0o770))
-	s, err := OpenLocalStore("file://localhost"+fileURLPath(dir)+"/x/../shared%20dir/", nil)
+	s, err := Open("file://localhost"+fileURLPath(dir)+"/x/../shared%20dir/", nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	require.Equal(t, sub, s.Dir())
 	require.Equal(t, "file://"+fileURLPath(dir)+"/shared%20dir", s.Server())
-	for _, d := range []string{localElections, localLocks} {
+	for _, d := range []string{electionsDir, locksDir} {
 		fi, err := os.Lstat(filepath.Join(sub, d))
 		require.NoError(t, err)
 		require.True(t, fi.IsDir())
@@ -127,7 +129,7 @@ func TestLocalFileURLRules(t *testing.T) {
 
 func openBad(t *testing.T, raw string) error {
 	t.Helper()
-	s, err := OpenLocalStore(raw, nil)
+	s, err := Open(raw, nil)
 	if err == nil {
 		s.Close()
 	}
@@ -137,28 +139,30 @@ func openBad(t *testing.T, raw string) error {
 func TestLocalStatusJSONShapes(t *testing.T) {
 	at := time.Date(2026, 8, 2, 12, 0, 0, 0, time.UTC)
 	exp := at.Add(29874 * time.Millisecond)
-	holder := &LocalHolder{CandidateID: "agent-a", HolderID: "h1", Term: 12, PID: 4242, AcquiredAt: at, ExpiresAt: exp}
+	holder := &Holder{CandidateID: "agent-a", HolderID: "h1", Term: 12, PID: 4242, AcquiredAt: at, ExpiresAt: exp}
 
-	vacant := LocalStatus{Kind: KindElection, Name: "ROOM", NextTerm: 13, ObservedAt: at}
+	vacant := Status{Kind: hold.KindElection, Name: "ROOM", NextTerm: 13, ObservedAt: at}
 	require.Equal(t, `{"election_id":"ROOM","status":"vacant","retry_after_ms":0}`, string(vacant.JSON()))
-	require.Equal(t, "ROOM · vacant · authority local", vacant.Human("local"))
+	require.Equal(t, "ROOM · vacant · authority local", vacant.humanLine("local"))
 
-	leader := LocalStatus{Kind: KindElection, Name: "ROOM", Held: true, Holder: holder, ObservedAt: at}
+	leader := Status{Kind: hold.KindElection, Name: "ROOM", Held: true, Holder: holder, ObservedAt: at}
 	require.Equal(t, `{"election_id":"ROOM","status":"leader","leader":{"candidate_id":"agent-a","term":12,"expires_at":"2026-08-02T12:00:29.874Z","pid":4242},"retry_after_ms":29874}`, string(leader.JSON()))
-	require.Equal(t, "ROOM · leader agent-a · term 12 · pid 4242 · expires 2026-08-02T12:00:29.874Z · authority local", leader.Human("local"))
+	require.Equal(t, "ROOM · leader agent-a · term 12 · pid 4242 · expires 2026-08-02T12:00:29.874Z · authority local", leader.humanLine("local"))
 
-	unknown := LocalStatus{Kind: KindElection, Name: "ROOM", Held: true, ObservedAt: at}
+	unknown := Status{Kind: hold.KindElection, Name: "ROOM", Held: true, ObservedAt: at}
 	require.Equal(t, `{"election_id":"ROOM","status":"leader","retry_after_ms":0}`, string(unknown.JSON()))
 
-	free := LocalStatus{Kind: KindLock, Name: "repo/x<y>", NextTerm: 43, ObservedAt: at}
+	free := Status{Kind: hold.KindLock, Name: "repo/x<y>", NextTerm: 43, ObservedAt: at}
 	require.Equal(t, `{"expires_at":null,"fencing_token":43,"holder_id":null,"metadata":null,"name":"repo/x<y>","status":"free"}`, string(free.JSON()))
-	held := LocalStatus{Kind: KindLock, Name: "repo/x", Held: true, Holder: &LocalHolder{HolderID: "h2", Term: 42, PID: 7, ExpiresAt: exp}, ObservedAt: at}
+	held := Status{Kind: hold.KindLock, Name: "repo/x", Held: true, Holder: &Holder{HolderID: "h2", Term: 42, PID: 7, ExpiresAt: exp}, ObservedAt: at}
 	require.Equal(t, `{"expires_at":"2026-08-02T12:00:29.874Z","fencing_token":42,"holder_id":"h2","metadata":null,"name":"repo/x","pid":7,"status":"held"}`, string(held.JSON()))
-	require.Equal(t, "repo/x · held · term 42 · pid 7 · authority file:///srv/x", held.Human("file:///srv/x"))
-	require.Equal(t, `a\nb\u{1b} · free · authority local`, LocalStatus{Kind: KindLock, Name: "a\nb\x1b"}.Human("local"))
+	require.Equal(t, "repo/x · held · term 42 · pid 7 · authority file:///srv/x", held.humanLine("file:///srv/x"))
+	require.Equal(t, `a\nb\u{1b} · free · authority local`, Status{Kind: hold.KindLock, Name: "a\nb\x1b"}.humanLine("local"))
 
-	require.Equal(t, `{"election_id":"ROOM","leader":{"candidate_id":"agent-a","expires_at":"2026-08-02T12:00:29.874Z","pid":4242,"term":12},"retry_after_ms":29874,"status":"leader"}`, string(leader.Snapshot()))
-	require.Equal(t, string(held.JSON()), string(held.Snapshot()))
+	require.Equal(t, `{"election_id":"ROOM","leader":{"candidate_id":"agent-a","expires_at":"2026-08-02T12:00:29.874Z","pid":4242,"term":12},"retry_after_ms":29874,"status":"leader"}`, string(leader.snapshotJSON()))
+	require.Equal(t, string(held.JSON()), string(held.snapshotJSON()))
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(leader.JSON(), &m))
 }
+
+func durPtr(d time.Duration) *time.Duration { return &d }

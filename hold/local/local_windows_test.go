@@ -1,4 +1,4 @@
-package hold
+package local
 
 import (
 	"io/fs"
@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/windows"
 
 	"github.com/octostore-supervisor/supervisor/events"
+	"github.com/octostore-supervisor/supervisor/hold"
 )
 
 // The Windows side of the local authority's tests (run under Wine by `make
@@ -41,18 +42,18 @@ const (
 // nothing on Windows.
 func TestLocalDefaultDirectoryFromLocalAppData(t *testing.T) {
 	appData := tempDir(t)
-	s, err := OpenLocalStore(" local ", localEnv(map[string]string{"LOCALAPPDATA": appData, "XDG_RUNTIME_DIR": `C:\ignored`, "TMPDIR": `C:\ignored`}))
+	s, err := Open(" local ", localEnv(map[string]string{"LOCALAPPDATA": appData, "XDG_RUNTIME_DIR": `C:\ignored`, "TMPDIR": `C:\ignored`}))
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(appData, "octostore"), s.Dir())
 	require.Equal(t, "local", s.Server())
 	require.NoError(t, s.Close())
-	for _, d := range []string{"", localElections, localLocks} {
+	for _, d := range []string{"", electionsDir, locksDir} {
 		fi, err := os.Lstat(filepath.Join(appData, "octostore", d))
 		require.NoError(t, err)
 		require.True(t, fi.IsDir(), d)
 	}
 	// Opened again, the existing directory is accepted: it is this user's.
-	s, err = OpenLocalStore("local", localEnv(map[string]string{"LOCALAPPDATA": appData}))
+	s, err = Open("local", localEnv(map[string]string{"LOCALAPPDATA": appData}))
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(appData, "octostore"), s.Dir())
 	require.NoError(t, s.Close())
@@ -71,8 +72,8 @@ func TestLocalDefaultDirectoryNeedsAbsoluteLocalAppData(t *testing.T) {
 		"drive-relative":       {"LOCALAPPDATA": `C:appdata`},
 		"rooted without drive": {"LOCALAPPDATA": `\users\x\AppData\Local`},
 	} {
-		_, err := OpenLocalStore(LocalServer, localEnv(env))
-		requireLocalUsage(t, err, ErrLocalStateDir, "LOCALAPPDATA is not set to an absolute path")
+		_, err := OpenPrivate(localEnv(env))
+		requireLocalUsage(t, err, errStateDir, "LOCALAPPDATA is not set to an absolute path")
 		require.Contains(t, err.Error(), "file:///C:/", name)
 	}
 	entries, err := os.ReadDir(cwd)
@@ -91,15 +92,15 @@ func TestLocalCrossProcessTerminateHandover(t *testing.T) {
 	leader := child.expect(t, events.Leader)
 
 	s := openStore(t, localEnv(map[string]string{"LOCALAPPDATA": appData}))
-	st, err := s.Status(KindElection, "xproc")
+	st, err := s.status(hold.KindElection, "xproc")
 	require.NoError(t, err)
 	require.True(t, st.Held)
 	require.Equal(t, child.cmd.Process.Pid, st.Holder.PID)
 	require.Equal(t, "child", st.Holder.CandidateID)
 	require.Equal(t, *leader.Term, st.Holder.Term)
 
-	b := startLocalElection(t, s, "xproc", "parent", func(h *LocalElectionHold) { h.PollInterval = poll })
-	b.expect(events.Waiting, ReasonFollower)
+	b := startLocalElection(t, s, "xproc", "parent", func(h *request) { h.poll = poll })
+	b.expect(events.Waiting, hold.ReasonFollower)
 	b.quiet(5 * poll) // excluded across processes
 
 	// A handle of our own proves the child's end below without trusting a
@@ -121,14 +122,14 @@ func TestLocalCrossProcessTerminateHandover(t *testing.T) {
 	require.Less(t, elapsed, poll+2*time.Second)
 	require.Greater(t, term, *leader.Term)
 
-	st, err = s.Status(KindElection, "xproc")
+	st, err = s.status(hold.KindElection, "xproc")
 	require.NoError(t, err)
 	require.Equal(t, os.Getpid(), st.Holder.PID)
 	require.Equal(t, "parent", st.Holder.CandidateID)
 
 	b.sigs <- os.Interrupt
-	b.expect(events.Released, ReasonSignal)
-	require.Equal(t, ExitSIGINT, b.exit())
+	b.expect(events.Released, hold.ReasonSignal)
+	require.Equal(t, hold.ExitSIGINT, b.exit())
 }
 
 // removeFile deletes a store's file whether or not the file system takes
@@ -137,17 +138,17 @@ func TestLocalCrossProcessTerminateHandover(t *testing.T) {
 // fs.ErrNotExist, which a release treats as already removed.
 func TestLocalRemoveFile(t *testing.T) {
 	s, _ := newLocalStore(t)
-	p := filepath.Join(s.Dir(), localLocks, "x.holder")
+	p := filepath.Join(s.Dir(), locksDir, "x.holder")
 	require.NoError(t, os.WriteFile(p, []byte("{}"), 0o600))
-	require.NoError(t, s.removeFile(localLocks+"/x.holder"))
+	require.NoError(t, s.removeFile(locksDir+"/x.holder"))
 	_, err := os.Lstat(p)
 	require.ErrorIs(t, err, fs.ErrNotExist)
-	err = s.removeFile(localLocks + "/x.holder")
+	err = s.removeFile(locksDir + "/x.holder")
 	require.ErrorIs(t, err, fs.ErrNotExist)
 	// A directory is not a file: refused, and left in place.
-	require.NoError(t, os.Mkdir(filepath.Join(s.Dir(), localLocks, "d"), 0o700))
-	require.Error(t, s.removeFile(localLocks+"/d"))
-	fi, err := os.Lstat(filepath.Join(s.Dir(), localLocks, "d"))
+	require.NoError(t, os.Mkdir(filepath.Join(s.Dir(), locksDir, "d"), 0o700))
+	require.Error(t, s.removeFile(locksDir+"/d"))
+	fi, err := os.Lstat(filepath.Join(s.Dir(), locksDir, "d"))
 	require.NoError(t, err)
 	require.True(t, fi.IsDir())
 }
@@ -156,12 +157,12 @@ func TestLocalRemoveFile(t *testing.T) {
 // holder that rewrites it: Windows refuses to replace an open file, and the
 // rewrite waits, bounded, until the reader closes it.
 func TestLocalRecordRewriteWaitsForReader(t *testing.T) {
-	s, err := OpenLocalStore("file://"+fileURLPath(tempDir(t)), nil)
+	s, err := Open("file://"+fileURLPath(tempDir(t)), nil)
 	require.NoError(t, err)
 	defer s.Close()
-	require.NoError(t, s.ensureSubdir(localLocks))
-	p := pathsFor(KindLock, "x")
-	rec := localRecord{Kind: "lock", Name: "x", Term: 1, PID: os.Getpid(), Holder: "a", AcquiredAt: time.Now(), ExpiresAt: time.Now()}
+	require.NoError(t, s.ensureSubdir(locksDir))
+	p := pathsFor(hold.KindLock, "x")
+	rec := holderRecord{Kind: "lock", Name: "x", Term: 1, PID: os.Getpid(), Holder: "a", AcquiredAt: time.Now(), ExpiresAt: time.Now()}
 	require.NoError(t, s.writeRecord(p, rec))
 	reader, err := s.root.Open(p.record)
 	require.NoError(t, err)

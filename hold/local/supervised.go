@@ -1,4 +1,4 @@
-package hold
+package local
 
 import (
 	"crypto/sha256"
@@ -13,6 +13,7 @@ import (
 	"path"
 	"slices"
 
+	"github.com/octostore-supervisor/supervisor/hold"
 	"github.com/octostore-supervisor/supervisor/internal/procid"
 )
 
@@ -26,7 +27,7 @@ import (
 //
 // <key> is a hash of the authority's identity, the kind and the name, so any
 // name fits in a file name and two authorities never share a key.
-const localSupervised = "supervised"
+const supervisedDir = "supervised"
 
 // ExplicitHoldAuthority is the authority identity of an explicit
 // "-- <hold command>": the supervisor cannot know which server that command
@@ -38,12 +39,12 @@ const ExplicitHoldAuthority = "explicit-hold"
 // Identity is the local authority's identity for SupervisedKey: the file URL
 // of its directory, the same for "local" and for file:/// naming that
 // directory.
-func (s *LocalStore) Identity() string {
+func (s *Store) Identity() string {
 	return (&url.URL{Scheme: "file", Path: fileURLPath(s.dir)}).String()
 }
 
 // supervisedStem hashes authority, kind and name into a file-name stem.
-func supervisedStem(authority string, kind Kind, name string) string {
+func supervisedStem(authority string, kind hold.Kind, name string) string {
 	b, _ := json.Marshal([]string{authority, kind.String(), name})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
@@ -54,7 +55,7 @@ func supervisedStem(authority string, kind Kind, name string) string {
 // interlock; every later supervisor of that authority and name waits until
 // the processes it names are gone (procid.ID.Alive), then removes it.
 type SurvivorRecord struct {
-	store *LocalStore
+	store *Store
 	rel   string
 	key   survivorFile
 }
@@ -72,14 +73,14 @@ type survivorFile struct {
 // interlock file. Both live in a subdirectory private to the user (0700,
 // judged like the store), where no worker running as another user can reach
 // them. The record owns the store from then on: closing it closes the store.
-func (s *LocalStore) OpenSupervised(authority string, kind Kind, name string, withInterlock bool) (*SurvivorRecord, *os.File, error) {
+func (s *Store) OpenSupervised(authority string, kind hold.Kind, name string, withInterlock bool) (*SurvivorRecord, *os.File, error) {
 	if s.shared {
 		return nil, nil, stateDirError("survivor records must live in a private state directory, not %s", s.dir)
 	}
-	if err := s.ensureSubdir(localSupervised); err != nil {
+	if err := s.ensureSubdir(supervisedDir); err != nil {
 		return nil, nil, err
 	}
-	stem := path.Join(localSupervised, supervisedStem(authority, kind, name))
+	stem := path.Join(supervisedDir, supervisedStem(authority, kind, name))
 	rec := &SurvivorRecord{store: s, rel: stem + ".survivors", key: survivorFile{Authority: authority, Kind: kind.String(), Name: name}}
 	if err := s.checkExisting(rec.rel); err != nil {
 		return nil, nil, err
@@ -89,11 +90,11 @@ func (s *LocalStore) OpenSupervised(authority string, kind Kind, name string, wi
 	}
 	f, err := s.createOrOpen(stem+".active", os.O_RDWR)
 	if err != nil {
-		var ue *UsageError
+		var ue *hold.UsageError
 		if errors.As(err, &ue) {
 			return nil, nil, err
 		}
-		return nil, nil, stateDirErrorCause(err, "could not open the interlock of %s %q in %s: %s", kind, name, s.dir, osErrorText(err))
+		return nil, nil, stateDirErrorCause(err, "could not open the interlock of %s %q in %s: %s", kind, name, s.dir, hold.OSErrorText(err))
 	}
 	return rec, f, nil
 }

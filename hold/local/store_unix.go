@@ -1,6 +1,6 @@
 //go:build unix
 
-package hold
+package local
 
 import (
 	"errors"
@@ -11,14 +11,16 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/octostore-supervisor/supervisor/hold"
 )
 
 // defaultLocalDir is $XDG_RUNTIME_DIR/octostore (a per-user tmpfs the login
 // manager creates 0700), else octostore-<euid> under $TMPDIR or /tmp. The
 // latter lives in a directory everyone can write to, so the ownership and
-// symlink checks of openLocalStore are what keep another user from planting
+// symlink checks of openDir are what keep another user from planting
 // it first.
-func defaultLocalDir(env LookupEnv) (string, error) {
+func defaultLocalDir(env hold.LookupEnv) (string, error) {
 	get := func(k string) string {
 		if env == nil {
 			return ""
@@ -54,7 +56,7 @@ func fileURLPath(dir string) string { return dir }
 func checkStateDirOwnership(d *os.File, dir string, shared bool) error {
 	fi, err := d.Stat()
 	if err != nil {
-		return stateDirErrorCause(err, "could not inspect local state directory %s: %s", dir, osErrorText(err))
+		return stateDirErrorCause(err, "could not inspect local state directory %s: %s", dir, hold.OSErrorText(err))
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
@@ -108,10 +110,10 @@ func chmodCreatedDir(root *os.Root, name string, mode fs.FileMode) error {
 }
 
 // removeFile deletes the file rel of the store.
-func (s *LocalStore) removeFile(rel string) error { return s.root.Remove(rel) }
+func (s *Store) removeFile(rel string) error { return s.root.Remove(rel) }
 
 // replaceFile renames from over to, atomically.
-func (s *LocalStore) replaceFile(from, to string) error { return s.root.Rename(from, to) }
+func (s *Store) replaceFile(from, to string) error { return s.root.Rename(from, to) }
 
 // entryRules say whose entries a state directory may contain. A file:///
 // directory that is setgid, group-writable and not world-writable is *shared

@@ -1,4 +1,4 @@
-package hold
+package local
 
 import (
 	"bufio"
@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/octostore-supervisor/supervisor/events"
+	"github.com/octostore-supervisor/supervisor/hold"
 	"github.com/octostore-supervisor/supervisor/internal/proctest"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
@@ -38,7 +39,7 @@ import (
 
 // The cross-process tests re-execute this test binary as a hold. The switch
 // is read in init, before TestMain, so the child neither builds test
-// programs nor runs tests: it is one LocalElectionHold and nothing else, on
+// programs nor runs tests: it is one election hold and nothing else, on
 // the default ("local") store of the directory in localDirVar.
 const (
 	localChildEnv       = "OCTOSTORE_HOLD_LOCAL_TEST_CHILD"
@@ -54,22 +55,23 @@ func init() {
 }
 
 func localChildMain() int {
-	store, err := OpenLocalStore(LocalServer, os.LookupEnv)
+	store, err := OpenPrivate(os.LookupEnv)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "octostore: %v\n", err)
-		return ExitUsage
+		return hold.ExitUsage
 	}
 	defer store.Close()
 	poll, err := time.ParseDuration(os.Getenv(localChildPoll))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "octostore: %v\n", err)
-		return ExitUsage
+		return hold.ExitUsage
 	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	h := &LocalElectionHold{Store: store, ElectionID: os.Getenv(localChildRoom), Candidate: os.Getenv(localChildCandidate),
-		TTL: 30 * time.Second, PollInterval: poll, Out: os.Stdout, Diag: os.Stderr}
-	return h.Run(context.Background(), sigs)
+	store.poll = poll
+	spec := hold.HoldSpec{Kind: hold.KindElection, Name: os.Getenv(localChildRoom), Candidate: os.Getenv(localChildCandidate),
+		TTL: 30 * time.Second, Out: os.Stdout, Diag: os.Stderr}
+	return store.Hold(context.Background(), spec, sigs)
 }
 
 const testPoll = 20 * time.Millisecond
@@ -81,15 +83,15 @@ const renewTTL = 3 * time.Second
 
 // newLocalStore opens the default ("local") store of a private directory
 // named in localDirVar; the returned env reopens the same store.
-func newLocalStore(t *testing.T) (*LocalStore, LookupEnv) {
+func newLocalStore(t *testing.T) (*Store, hold.LookupEnv) {
 	t.Helper()
 	env := localEnv(map[string]string{localDirVar: tempDir(t)})
 	return openStore(t, env), env
 }
 
-func openStore(t *testing.T, env LookupEnv) *LocalStore {
+func openStore(t *testing.T, env hold.LookupEnv) *Store {
 	t.Helper()
-	s, err := OpenLocalStore(LocalServer, env)
+	s, err := OpenPrivate(env)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
@@ -118,11 +120,12 @@ type localHold struct {
 	seq    uint64
 }
 
-func runLocal(t *testing.T, h Holder, expect events.Expect, server string) *localHold {
+func runLocal(t *testing.T, s *Store, h *request, expect events.Expect) *localHold {
+	server := s.Server()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &localHold{t: t, server: server, stream: events.NewStream(expect), sigs: make(chan os.Signal, 1),
 		cancel: cancel, done: make(chan int, 1)}
-	go func() { r.done <- h.Run(ctx, r.sigs) }()
+	go func() { r.done <- s.hold(ctx, *h, r.sigs) }()
 	t.Cleanup(func() {
 		select {
 		case code := <-r.done:
@@ -140,30 +143,30 @@ func runLocal(t *testing.T, h Holder, expect events.Expect, server string) *loca
 	return r
 }
 
-func startLocalElection(t *testing.T, s *LocalStore, room, candidate string, mod ...func(*LocalElectionHold)) *localHold {
+func startLocalElection(t *testing.T, s *Store, room, candidate string, mod ...func(*request)) *localHold {
 	t.Helper()
-	h := &LocalElectionHold{Store: s, Clock: SystemClock{}, Jitter: FixedJitter(0), ElectionID: room, Candidate: candidate,
-		TTL: 30 * time.Second, PollInterval: testPoll}
+	h := &request{HoldSpec: hold.HoldSpec{Kind: hold.KindElection, Clock: hold.SystemClock{}, Jitter: hold.FixedJitter(0), Name: room, Candidate: candidate,
+		TTL: 30 * time.Second}, poll: testPoll}
 	for _, m := range mod {
 		m(h)
 	}
 	lines, diag := make(chanWriter, 1000), &proctest.SyncBuffer{}
 	h.Out, h.Diag = lines, diag
-	r := runLocal(t, h, events.Expect{Kind: events.Election, Name: room, Candidate: candidate}, s.Server())
+	r := runLocal(t, s, h, events.Expect{Kind: events.Election, Name: room, Candidate: candidate})
 	r.lines, r.diag = lines, diag
 	return r
 }
 
-func startLocalLock(t *testing.T, s *LocalStore, name string, mod ...func(*LocalLockHold)) *localHold {
+func startLocalLock(t *testing.T, s *Store, name string, mod ...func(*request)) *localHold {
 	t.Helper()
-	h := &LocalLockHold{Store: s, Clock: SystemClock{}, Jitter: FixedJitter(0), Name: name,
-		TTL: 120 * time.Second, PollInterval: testPoll}
+	h := &request{HoldSpec: hold.HoldSpec{Kind: hold.KindLock, Clock: hold.SystemClock{}, Jitter: hold.FixedJitter(0), Name: name,
+		TTL: 120 * time.Second}, poll: testPoll}
 	for _, m := range mod {
 		m(h)
 	}
 	lines, diag := make(chanWriter, 1000), &proctest.SyncBuffer{}
 	h.Out, h.Diag = lines, diag
-	r := runLocal(t, h, events.Expect{Kind: events.Lock, Name: name}, s.Server())
+	r := runLocal(t, s, h, events.Expect{Kind: events.Lock, Name: name})
 	r.lines, r.diag = lines, diag
 	return r
 }
@@ -249,11 +252,11 @@ func TestLocalElectionExclusionAndHandover(t *testing.T) {
 	planAccepted(t, auth, 0)
 
 	b := startLocalElection(t, s, "room-1", "agent-b")
-	_, m := b.expect(events.Waiting, ReasonFollower)
+	_, m := b.expect(events.Waiting, hold.ReasonFollower)
 	require.EqualValues(t, testPoll/time.Millisecond, m["retry_after_ms"])
 	b.quiet(15 * testPoll) // many polls: still excluded, and only one waiting line
 
-	st, err := s.Status(KindElection, "room-1")
+	st, err := s.status(hold.KindElection, "room-1")
 	require.NoError(t, err)
 	require.True(t, st.Held)
 	require.NotNil(t, st.Holder)
@@ -262,17 +265,17 @@ func TestLocalElectionExclusionAndHandover(t *testing.T) {
 	require.Equal(t, os.Getpid(), st.Holder.PID)
 
 	a.sigs <- syscall.SIGTERM
-	ev, _ := a.expect(events.Released, ReasonSignal)
+	ev, _ := a.expect(events.Released, hold.ReasonSignal)
 	require.Equal(t, termA, *ev.Term)
-	require.Equal(t, ExitSIGTERM, a.exit())
+	require.Equal(t, hold.ExitSIGTERM, a.exit())
 
 	termB, _ := b.authority()
 	require.Greater(t, termB, termA)
 	b.sigs <- os.Interrupt
-	b.expect(events.Released, ReasonSignal)
-	require.Equal(t, ExitSIGINT, b.exit())
+	b.expect(events.Released, hold.ReasonSignal)
+	require.Equal(t, hold.ExitSIGINT, b.exit())
 
-	st, err = s.Status(KindElection, "room-1")
+	st, err = s.status(hold.KindElection, "room-1")
 	require.NoError(t, err)
 	require.False(t, st.Held)
 	require.Nil(t, st.Holder)
@@ -293,10 +296,10 @@ func TestLocalTermsIncreaseAcross50Handovers(t *testing.T) {
 			store = openStore(t, env) // a restarted process opens the directory afresh
 		}
 		next := startLocalElection(t, store, "room", names[i%2])
-		next.expect(events.Waiting, ReasonFollower)
+		next.expect(events.Waiting, hold.ReasonFollower)
 		cur.sigs <- syscall.SIGTERM
-		cur.expect(events.Released, ReasonSignal)
-		require.Equal(t, ExitSIGTERM, cur.exit())
+		cur.expect(events.Released, hold.ReasonSignal)
+		require.Equal(t, hold.ExitSIGTERM, cur.exit())
 		term, _ := next.authority()
 		require.Greater(t, term, last, "hand-over %d", i)
 		last, cur = term, next
@@ -307,13 +310,13 @@ func TestLocalTermsIncreaseAcross50Handovers(t *testing.T) {
 			require.Greater(t, lt, last)
 			last = lt
 			lk.sigs <- os.Interrupt
-			lk.expect(events.Released, ReasonSignal)
-			require.Equal(t, ExitSIGINT, lk.exit())
+			lk.expect(events.Released, hold.ReasonSignal)
+			require.Equal(t, hold.ExitSIGINT, lk.exit())
 		}
 	}
 	cur.sigs <- os.Interrupt
-	cur.expect(events.Released, ReasonSignal)
-	require.Equal(t, ExitSIGINT, cur.exit())
+	cur.expect(events.Released, hold.ReasonSignal)
+	require.Equal(t, hold.ExitSIGINT, cur.exit())
 }
 
 // Budgets follow the HTTP holds: election 0.8 × TTL; lock 0.8 × min(TTL,
@@ -340,38 +343,38 @@ func TestLocalBudgetsMatchHTTPHolds(t *testing.T) {
 	require.WithinDuration(t, before.Add(120*time.Second), exp, 5*time.Second)
 	planAccepted(t, *ev.Authority, 20*time.Second)
 
-	st, err := s.Status(KindLock, "repo/octostore/issue-1842")
+	st, err := s.status(hold.KindLock, "repo/octostore/issue-1842")
 	require.NoError(t, err)
 	require.True(t, st.Held)
 	require.Equal(t, *ev.Term, st.Holder.Term)
 
 	l.cancel() // a cancelled context is a SIGTERM
-	l.expect(events.Released, ReasonSignal)
-	require.Equal(t, ExitSIGTERM, l.exit())
+	l.expect(events.Released, hold.ReasonSignal)
+	require.Equal(t, hold.ExitSIGTERM, l.exit())
 	e.sigs <- os.Interrupt
-	e.expect(events.Released, ReasonSignal)
-	require.Equal(t, ExitSIGINT, e.exit())
+	e.expect(events.Released, hold.ReasonSignal)
+	require.Equal(t, hold.ExitSIGINT, e.exit())
 }
 
 func TestLocalRenewalsKeepTermAndRefreshRecord(t *testing.T) {
 	s, _ := newLocalStore(t)
-	h := startLocalElection(t, s, "renew", "agent-a", func(h *LocalElectionHold) { h.TTL = renewTTL })
+	h := startLocalElection(t, s, "renew", "agent-a", func(h *request) { h.TTL = renewTTL })
 	term, auth := h.authority()
-	require.LessOrEqual(t, auth.RemainingMs, uint64(SafetyDuration(renewTTL)/time.Millisecond))
-	st0, err := s.Status(KindElection, "renew")
+	require.LessOrEqual(t, auth.RemainingMs, uint64(hold.SafetyDuration(renewTTL)/time.Millisecond))
+	st0, err := s.status(hold.KindElection, "renew")
 	require.NoError(t, err)
 	for range 3 {
 		ev, _ := h.expect(events.Renewed, "")
 		require.Equal(t, term, *ev.Term)
-		require.LessOrEqual(t, ev.Authority.RemainingMs, uint64(SafetyDuration(renewTTL)/time.Millisecond))
+		require.LessOrEqual(t, ev.Authority.RemainingMs, uint64(hold.SafetyDuration(renewTTL)/time.Millisecond))
 		require.Greater(t, ev.Authority.RemainingMs, uint64(0))
 	}
-	st, err := s.Status(KindElection, "renew")
+	st, err := s.status(hold.KindElection, "renew")
 	require.NoError(t, err)
 	require.True(t, st.Holder.ExpiresAt.After(st0.Holder.ExpiresAt), "renewals move expires_at in the record")
 	h.sigs <- syscall.SIGTERM
-	h.expect(events.Released, ReasonSignal)
-	require.Equal(t, ExitSIGTERM, h.exit())
+	h.expect(events.Released, hold.ReasonSignal)
+	require.Equal(t, hold.ExitSIGTERM, h.exit())
 }
 
 // removeLockFile deletes a locked lock file from outside the hold, as a user
@@ -381,7 +384,7 @@ func TestLocalRenewalsKeepTermAndRefreshRecord(t *testing.T) {
 // Win32 (not POSIX) semantics, as under Wine, it only marks the file delete
 // pending: the name keeps naming the same, still locked file until its last
 // handle closes (lockDeletionMayBeDeferred).
-func removeLockFile(t *testing.T, s *LocalStore, rel string) bool {
+func removeLockFile(t *testing.T, s *Store, rel string) bool {
 	t.Helper()
 	p := filepath.Join(s.Dir(), rel)
 	before, err := os.Stat(p)
@@ -402,21 +405,21 @@ func removeLockFile(t *testing.T, s *LocalStore, rel string) bool {
 // deferred: it keeps its authority (renewals with its term: the name still
 // names the file it locked), releases cleanly, and its last handle's close
 // completes the deletion.
-func requireDeferredDeletionHarmless(t *testing.T, s *LocalStore, h *localHold, term uint64, rel string) {
+func requireDeferredDeletionHarmless(t *testing.T, s *Store, h *localHold, term uint64, rel string) {
 	t.Helper()
 	ev, _ := h.expect(events.Renewed, "")
 	require.Equal(t, term, *ev.Term)
 	h.sigs <- syscall.SIGTERM
-	ev, _ = h.expect(events.Released, ReasonSignal)
+	ev, _ = h.expect(events.Released, hold.ReasonSignal)
 	require.Equal(t, term, *ev.Term)
-	require.Equal(t, ExitSIGTERM, h.exit())
+	require.Equal(t, hold.ExitSIGTERM, h.exit())
 	_, err := os.Lstat(filepath.Join(s.Dir(), rel))
 	require.ErrorIs(t, err, fs.ErrNotExist, "the deferred deletion completed once the hold closed the file")
 }
 
 func TestLocalDeletedLockFileIsLost(t *testing.T) {
 	s, _ := newLocalStore(t)
-	h := startLocalElection(t, s, "del", "agent-a", func(h *LocalElectionHold) { h.TTL = renewTTL })
+	h := startLocalElection(t, s, "del", "agent-a", func(h *request) { h.TTL = renewTTL })
 	term, _ := h.authority()
 	if !removeLockFile(t, s, filepath.Join("elections", "del.lock")) {
 		requireDeferredDeletionHarmless(t, s, h, term, filepath.Join("elections", "del.lock"))
@@ -424,7 +427,7 @@ func TestLocalDeletedLockFileIsLost(t *testing.T) {
 	}
 	ev, _ := h.expect(events.Lost, reasonLockGone)
 	require.Equal(t, term, *ev.Term)
-	require.Equal(t, ExitLost, h.exit())
+	require.Equal(t, hold.ExitLost, h.exit())
 	require.Contains(t, h.diag.String(), "was deleted")
 }
 
@@ -433,7 +436,7 @@ func TestLocalDeletedLockFileIsLost(t *testing.T) {
 // file another handle has open unless the rename has POSIX semantics
 // (lockReplacementMayBeRefused): the refusal must be an access error that
 // leaves the locked file in place.
-func replaceLockFile(t *testing.T, s *LocalStore, rel string) bool {
+func replaceLockFile(t *testing.T, s *Store, rel string) bool {
 	t.Helper()
 	lock := filepath.Join(s.Dir(), rel)
 	before, err := os.Stat(lock)
@@ -455,44 +458,44 @@ func replaceLockFile(t *testing.T, s *LocalStore, rel string) bool {
 
 func TestLocalReplacedLockFileIsLost(t *testing.T) {
 	s, _ := newLocalStore(t)
-	h := startLocalLock(t, s, "repl", func(h *LocalLockHold) { h.TTL = renewTTL })
+	h := startLocalLock(t, s, "repl", func(h *request) { h.TTL = renewTTL })
 	term, _ := h.authority()
 	if !replaceLockFile(t, s, filepath.Join("locks", "repl.lock")) {
 		// The hold keeps its authority: the name still names its file.
 		ev, _ := h.expect(events.Renewed, "")
 		require.Equal(t, term, *ev.Term)
 		h.sigs <- syscall.SIGTERM
-		h.expect(events.Released, ReasonSignal)
-		require.Equal(t, ExitSIGTERM, h.exit())
+		h.expect(events.Released, hold.ReasonSignal)
+		require.Equal(t, hold.ExitSIGTERM, h.exit())
 		return
 	}
 	h.expect(events.Lost, reasonLockGone)
-	require.Equal(t, ExitLost, h.exit())
+	require.Equal(t, hold.ExitLost, h.exit())
 	require.Contains(t, h.diag.String(), "was replaced")
 }
 
 func TestLocalForeignHolderRecordIsLost(t *testing.T) {
 	s, _ := newLocalStore(t)
-	for _, kind := range []Kind{KindElection, KindLock} {
+	for _, kind := range []hold.Kind{hold.KindElection, hold.KindLock} {
 		var h *localHold
-		reason := ReasonTermChanged
-		if kind == KindLock {
-			h, reason = startLocalLock(t, s, "rec", func(h *LocalLockHold) { h.TTL = renewTTL }), ReasonLeaseChanged
+		reason := hold.ReasonTermChanged
+		if kind == hold.KindLock {
+			h, reason = startLocalLock(t, s, "rec", func(h *request) { h.TTL = renewTTL }), hold.ReasonLeaseChanged
 		} else {
-			h = startLocalElection(t, s, "rec", "agent-a", func(h *LocalElectionHold) { h.TTL = renewTTL })
+			h = startLocalElection(t, s, "rec", "agent-a", func(h *request) { h.TTL = renewTTL })
 		}
 		h.authority()
-		p := filepath.Join(s.Dir(), localSubdir(kind), "rec.holder")
+		p := filepath.Join(s.Dir(), subdir(kind), "rec.holder")
 		b, err := os.ReadFile(p)
 		require.NoError(t, err)
-		var rec localRecord
+		var rec holderRecord
 		require.NoError(t, json.Unmarshal(b, &rec))
 		rec.Holder = "someone-else"
 		b, err = json.Marshal(rec)
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(p, b, 0o600))
 		h.expect(events.Lost, reason)
-		require.Equal(t, ExitLost, h.exit())
+		require.Equal(t, hold.ExitLost, h.exit())
 	}
 }
 
@@ -504,25 +507,25 @@ func TestLocalForeignHolderRecordIsLost(t *testing.T) {
 // holder releases.
 func TestLocalNoOverlapAfterLockFileDeleted(t *testing.T) {
 	s, _ := newLocalStore(t)
-	a := startLocalElection(t, s, "overlap", "agent-a", func(h *LocalElectionHold) { h.TTL = renewTTL })
+	a := startLocalElection(t, s, "overlap", "agent-a", func(h *request) { h.TTL = renewTTL })
 	termA, _ := a.authority()
 	if !removeLockFile(t, s, filepath.Join("elections", "overlap.lock")) {
 		b := startLocalElection(t, s, "overlap", "agent-b")
-		b.expect(events.Waiting, ReasonFollower)
+		b.expect(events.Waiting, hold.ReasonFollower)
 		ev, _ := a.expect(events.Renewed, "")
 		require.Equal(t, termA, *ev.Term)
 		b.quiet(5 * testPoll)
 		a.sigs <- syscall.SIGTERM
-		a.expect(events.Released, ReasonSignal)
-		require.Equal(t, ExitSIGTERM, a.exit())
+		a.expect(events.Released, hold.ReasonSignal)
+		require.Equal(t, hold.ExitSIGTERM, a.exit())
 		termB, _ := b.authority()
 		require.Greater(t, termB, termA)
 		return
 	}
 	b := startLocalElection(t, s, "overlap", "agent-b")
-	b.expect(events.Waiting, ReasonFollower)
+	b.expect(events.Waiting, hold.ReasonFollower)
 	_, lost := a.expect(events.Lost, reasonLockGone)
-	require.Equal(t, ExitLost, a.exit())
+	require.Equal(t, hold.ExitLost, a.exit())
 	lastExpiry, err := time.Parse(time.RFC3339Nano, lost["expires_at"].(string))
 	require.NoError(t, err)
 	_, m := b.expect(events.Leader, "")
@@ -537,15 +540,15 @@ func TestLocalSignalWhileWaitingPrintsNothing(t *testing.T) {
 	a.authority()
 	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
 		b := startLocalElection(t, s, "w", "agent-b")
-		b.expect(events.Waiting, ReasonFollower)
+		b.expect(events.Waiting, hold.ReasonFollower)
 		b.sigs <- sig
-		want := ExitSIGINT
+		want := hold.ExitSIGINT
 		if sig == syscall.SIGTERM {
-			want = ExitSIGTERM
+			want = hold.ExitSIGTERM
 		}
 		require.Equal(t, want, b.exit())
 	}
-	st, err := s.Status(KindElection, "w")
+	st, err := s.status(hold.KindElection, "w")
 	require.NoError(t, err)
 	require.Equal(t, "agent-a", st.Holder.CandidateID, "a waiter's exit leaves the leader alone")
 }
@@ -554,26 +557,26 @@ func TestLocalAcquireTimeout(t *testing.T) {
 	s, _ := newLocalStore(t)
 	a := startLocalLock(t, s, "busy")
 	a.authority()
-	b := startLocalLock(t, s, "busy", func(h *LocalLockHold) { h.AcquireTimeout = durPtr(150 * time.Millisecond) })
-	b.expect(events.Waiting, ReasonHeld)
-	b.expect(events.Error, ReasonAcquireTimeout)
-	require.Equal(t, ExitAcquireTimeout, b.exit())
-	c := startLocalElection(t, s, "free", "agent-c", func(h *LocalElectionHold) { h.AcquireTimeout = durPtr(0) })
-	c.expect(events.Error, ReasonAcquireTimeout)
-	require.Equal(t, ExitAcquireTimeout, c.exit())
+	b := startLocalLock(t, s, "busy", func(h *request) { h.AcquireTimeout = durPtr(150 * time.Millisecond) })
+	b.expect(events.Waiting, hold.ReasonHeld)
+	b.expect(events.Error, hold.ReasonAcquireTimeout)
+	require.Equal(t, hold.ExitAcquireTimeout, b.exit())
+	c := startLocalElection(t, s, "free", "agent-c", func(h *request) { h.AcquireTimeout = durPtr(0) })
+	c.expect(events.Error, hold.ReasonAcquireTimeout)
+	require.Equal(t, hold.ExitAcquireTimeout, c.exit())
 }
 
 func TestLocalHoldRefusesTraversalName(t *testing.T) {
 	s, _ := newLocalStore(t)
 	for _, name := range []string{"../../etc/passwd", "..", ""} {
 		out, diag := &bytes.Buffer{}, &bytes.Buffer{}
-		h := &LocalLockHold{Store: s, Name: name, TTL: time.Minute, Out: out, Diag: diag}
-		require.Equal(t, ExitUsage, h.Run(context.Background(), nil))
+		spec := hold.HoldSpec{Kind: hold.KindLock, Name: name, TTL: time.Minute, Out: out, Diag: diag}
+		require.Equal(t, hold.ExitUsage, s.Hold(context.Background(), spec, nil))
 		require.Empty(t, out.String())
 		require.True(t, strings.HasPrefix(diag.String(), "octostore: "), diag.String())
 		require.Equal(t, 1, strings.Count(diag.String(), "\n"))
-		w := &LocalWatch{Store: s, Kind: KindElection, Name: name, Out: out, Diag: diag}
-		require.Equal(t, ExitUsage, w.Run(context.Background(), nil))
+		w := hold.WatchSpec{Kind: hold.KindElection, Name: name, Out: out, Diag: diag}
+		require.Equal(t, hold.ExitUsage, s.Watch(context.Background(), w, nil))
 	}
 	entries, err := os.ReadDir(filepath.Dir(s.Dir()))
 	require.NoError(t, err)
@@ -585,7 +588,7 @@ func TestLocalTermPersistsAndCorruptCounterFails(t *testing.T) {
 	h := startLocalElection(t, s, "t", "agent-a")
 	t1, _ := h.authority()
 	h.sigs <- os.Interrupt
-	h.expect(events.Released, ReasonSignal)
+	h.expect(events.Released, hold.ReasonSignal)
 	h.exit()
 	require.NoError(t, s.Close())
 
@@ -594,7 +597,7 @@ func TestLocalTermPersistsAndCorruptCounterFails(t *testing.T) {
 	t2, _ := h.authority()
 	require.Equal(t, t1+1, t2)
 	h.sigs <- os.Interrupt
-	h.expect(events.Released, ReasonSignal)
+	h.expect(events.Released, hold.ReasonSignal)
 	h.exit()
 	b, err := os.ReadFile(filepath.Join(s2.Dir(), "term"))
 	require.NoError(t, err)
@@ -602,33 +605,34 @@ func TestLocalTermPersistsAndCorruptCounterFails(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(filepath.Join(s2.Dir(), "term"), []byte("7\n"), 0o600))
 	h = startLocalElection(t, s2, "t", "agent-a")
-	h.expect(events.Error, CodeInternalError)
-	require.Equal(t, ExitSoftware, h.exit())
+	h.expect(events.Error, hold.CodeInternalError)
+	require.Equal(t, hold.ExitSoftware, h.exit())
 	require.Contains(t, h.diag.String(), "corrupt")
-	st, err := s2.Status(KindElection, "t")
+	st, err := s2.status(hold.KindElection, "t")
 	require.NoError(t, err)
 	require.False(t, st.Held, "a failed acquisition leaves the lock free")
 }
 
 func TestLocalCreateStatusWatch(t *testing.T) {
 	s, _ := newLocalStore(t)
-	id, err := s.CreateElection()
+	id, err := s.createElection()
 	require.NoError(t, err)
 	require.Len(t, id, 32)
 	raw, err := base64.RawURLEncoding.DecodeString(id)
 	require.NoError(t, err)
 	require.Len(t, raw, 24)
-	esc, err := escapeLocalName(id)
+	esc, err := escapeName(id)
 	require.NoError(t, err)
 	_, err = os.Stat(filepath.Join(s.Dir(), "elections", esc+".lock"))
 	require.NoError(t, err)
 
 	out := make(chanWriter, 100)
-	w := &LocalWatch{Store: s, Kind: KindElection, Name: id, JSON: true, PollInterval: 10 * time.Millisecond, Out: out}
+	s.poll = 10 * time.Millisecond // the watches'; the holds below poll at testPoll
+	w := hold.WatchSpec{Kind: hold.KindElection, Name: id, JSON: true, Out: out}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sigs, done := make(chan os.Signal, 1), make(chan int, 1)
-	go func() { done <- w.Run(ctx, sigs) }()
+	go func() { done <- s.Watch(ctx, w, sigs) }()
 	snap := func() map[string]any {
 		t.Helper()
 		select {
@@ -664,29 +668,29 @@ func TestLocalCreateStatusWatch(t *testing.T) {
 	require.EqualValues(t, os.Getpid(), leader["pid"])
 
 	h.sigs <- syscall.SIGTERM
-	h.expect(events.Released, ReasonSignal)
+	h.expect(events.Released, hold.ReasonSignal)
 	h.exit()
 	require.Equal(t, "vacant", snap()["status"])
 	sigs <- os.Interrupt
 	select {
 	case code := <-done:
-		require.Equal(t, ExitSIGINT, code)
+		require.Equal(t, hold.ExitSIGINT, code)
 	case <-time.After(10 * time.Second):
 		t.Fatal("watch did not stop")
 	}
 
 	// Human watch of a lock, ended by the context.
 	var buf proctest.SyncBuffer
-	lw := &LocalWatch{Store: s, Kind: KindLock, Name: "a/b", PollInterval: 10 * time.Millisecond, Out: &buf}
+	lw := hold.WatchSpec{Kind: hold.KindLock, Name: "a/b", Out: &buf}
 	ctx2, cancel2 := context.WithCancel(context.Background())
-	go func() { done <- lw.Run(ctx2, nil) }()
+	go func() { done <- s.Watch(ctx2, lw, nil) }()
 	proctest.WaitFor(t, 10*time.Second, "human snapshot", func() bool { return buf.String() != "" })
 	cancel2()
-	require.Equal(t, ExitSIGTERM, <-done)
+	require.Equal(t, hold.ExitSIGTERM, <-done)
 	require.Equal(t, "lock a/b · free · authority local\n", buf.String())
 }
 
-// localChild is the test binary re-executed as a LocalElectionHold.
+// localChild is the test binary re-executed as an election hold.
 type localChild struct {
 	cmd    *exec.Cmd
 	stream *events.Stream
@@ -762,7 +766,7 @@ func (c *localChild) exited(t *testing.T) *os.ProcessState {
 // Issue 10 item 6: a worker running as the holder's user rewinds the fencing
 // counter. Every holder copies its term into the name's lock file and every
 // live or dead holder's record keeps its term, so a counter below either is
-// refused with ErrTermRewound instead of repeating a term.
+// refused with errTermRewound instead of repeating a term.
 func TestLocalRewoundTermRefused(t *testing.T) {
 	s, _ := newLocalStore(t)
 	termFile := filepath.Join(s.Dir(), "term")
@@ -775,12 +779,12 @@ func TestLocalRewoundTermRefused(t *testing.T) {
 	h := startLocalElection(t, s, "rw", "agent-a")
 	t1, _ := h.authority()
 	h.sigs <- os.Interrupt
-	h.expect(events.Released, ReasonSignal)
+	h.expect(events.Released, hold.ReasonSignal)
 	h.exit()
 	rewind(t1 - 1)
 	h = startLocalElection(t, s, "rw", "agent-a")
-	h.expect(events.Error, CodeInternalError)
-	require.Equal(t, ExitSoftware, h.exit())
+	h.expect(events.Error, hold.CodeInternalError)
+	require.Equal(t, hold.ExitSoftware, h.exit())
 	require.Contains(t, h.diag.String(), "fencing counter was rewound")
 	require.Contains(t, h.diag.String(), filepath.Join("elections", "rw.lock"))
 
@@ -791,8 +795,8 @@ func TestLocalRewoundTermRefused(t *testing.T) {
 	require.Greater(t, t2, t1)
 	rewind(t2 - 1)
 	h = startLocalElection(t, s, "other", "agent-a")
-	h.expect(events.Error, CodeInternalError)
-	require.Equal(t, ExitSoftware, h.exit())
+	h.expect(events.Error, hold.CodeInternalError)
+	require.Equal(t, hold.ExitSoftware, h.exit())
 	require.Contains(t, h.diag.String(), fmt.Sprintf("term %d was already issued", t2))
 	require.Contains(t, h.diag.String(), filepath.Join("locks", "held.holder"))
 
@@ -803,7 +807,7 @@ func TestLocalRewoundTermRefused(t *testing.T) {
 	require.Equal(t, t2+1, t3)
 	for _, x := range []*localHold{h, held} {
 		x.sigs <- os.Interrupt
-		x.expect(events.Released, ReasonSignal)
+		x.expect(events.Released, hold.ReasonSignal)
 		x.exit()
 	}
 }
