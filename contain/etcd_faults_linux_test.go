@@ -3,6 +3,7 @@ package contain_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -210,7 +211,11 @@ func (f *faultScene) contend(t *testing.T, cand, server string, wrong bool) *run
 	if !wrong {
 		args = append(args, "--server", server, "--ttl", ttl)
 	}
-	args = append(append(args, containmentFlags()...), f.room, cand, fenceworkerBin(t), f.fence.Path(), cand)
+	// The supervisor takes a program without arguments.
+	worker := filepath.Join(dir, "worker.sh")
+	script := fmt.Sprintf("#!/bin/sh\nexec '%s' '%s' '%s'\n", fenceworkerBin(t), f.fence.Path(), cand)
+	require.NoError(t, os.WriteFile(worker, []byte(script), 0o755))
+	args = append(append(args, containmentFlags()...), f.room, cand, worker)
 	if wrong {
 		args = append(append(args, "--"), wrongHold(server, ttl, f.room, cand)...)
 	}
