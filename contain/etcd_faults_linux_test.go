@@ -124,9 +124,11 @@ func TestEtcdFaultMatrix(t *testing.T) {
 }
 
 // A watch that is behind when the cluster compacts resumes from a compacted
-// revision; it must re-read and go on reporting. Apart from the matrix: it
-// fails today (see compactDuringWatch), and the matrix must stay a clean
-// signal.
+// revision; it must re-read and go on reporting. Apart from the matrix, which
+// must stay a clean signal: against Debian's etcd 3.4.23 it fails about one
+// run in three today — the watch prints nothing more, ever (a goroutine dump
+// shows clientv3's resumed stream connected and waiting for the server, and
+// hold/etcd's nextChange waiting on it); never seen against 3.6.
 func TestEtcdWatchAfterCompaction(t *testing.T) {
 	defaultPassOnly(t)
 	runFaults(t, []faultCase{{"compaction during a watch", compactDuringWatch, false}})
