@@ -106,7 +106,12 @@ func (t target) open(c *cli.Context, env hold.LookupEnv, in io.Reader, stderr io
 		if err != nil {
 			return nil, failed(err)
 		}
-		a.Diag = stderr
+		// election create and status pass no writer: keep Open's
+		// os.Stderr (a nil Diag panics on the first diagnostic, e.g. the
+		// old-server warning).
+		if stderr != nil {
+			a.Diag = stderr
+		}
 		return a, nil
 	}
 	var ca *string
