@@ -192,7 +192,7 @@ func (f *faultScene) viaProxies() string {
 func (f *faultScene) run(t *testing.T, fc faultCase) {
 	f.a = f.contend(t, "agent-a", f.viaProxies(), fc.wrong)
 	f.a.waitEvent("leader", bound)
-	f.termA = leaderTerm(t, f.a)
+	f.termA = requireLeaderTerm(t, f.a)
 	f.b = f.contend(t, "agent-b", f.c.URL(""), false)
 	f.b.waitEvent("waiting", bound)
 	f.waitWrites(t, f.termA, 3)
@@ -206,7 +206,7 @@ func (f *faultScene) run(t *testing.T, fc faultCase) {
 	// Long enough for a lease to age out and a restarted cluster to settle.
 	limit := faultTTL + bound
 	f.b.waitEvent("leader", limit)
-	termB := leaderTerm(t, f.b)
+	termB := requireLeaderTerm(t, f.b)
 	f.waitWrites(t, termB, 3)
 	require.NoError(t, f.b.cmd.Process.Signal(syscall.SIGTERM))
 	f.b.wait(bound)
@@ -239,12 +239,12 @@ func (f *faultScene) contend(t *testing.T, cand, server string, wrong bool) *run
 	return launch(t, r)
 }
 
-// leaderTerm is the term of r's leader line.
-func leaderTerm(t *testing.T, r *run) uint64 {
+// requireLeaderTerm is the term of r's leader line, which must be there.
+func requireLeaderTerm(t *testing.T, r *run) uint64 {
 	t.Helper()
-	term, ok := r.line("leader")["term"].(float64)
-	require.True(t, ok, "leader line without a term:\n%s", r.out.String())
-	return uint64(term)
+	term, ok := leaderTerm(r)
+	require.True(t, ok, "no leader line with a term:\n%s", r.out.String())
+	return term
 }
 
 // waitWrites waits until term has n accepted writes in the fenced log.
