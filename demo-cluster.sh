@@ -47,10 +47,9 @@ done
 client() { echo "127.0.0.1:$((base + 1 + $1))"; }
 peer() { echo "http://127.0.0.1:$((base + 11 + $1))"; }
 
-# The members' election timeout is 6 s (a production cluster uses 1 s): longer
-# than the 5 s between two renewals of a hold with --ttl 20, so that at least
-# one renewal meets the cluster without a leader and is retried, and shorter
-# than what the hold's budget lets a renewal take (0.8 × 20 s).
+# The members' election timeout is 1 s, as in production: a new etcd leader
+# takes 1-2 s, far less than what a hold with --ttl 20 may spend on one renewal
+# (its budget is 0.8 × 20 s). A renewal that falls into that gap is retried.
 members=()
 initial="m0=$(peer 0),m1=$(peer 1),m2=$(peer 2)"
 for i in 0 1 2; do
@@ -58,7 +57,7 @@ for i in 0 1 2; do
     --listen-client-urls "http://$(client $i)" --advertise-client-urls "http://$(client $i)" \
     --listen-peer-urls "$(peer $i)" --initial-advertise-peer-urls "$(peer $i)" \
     --initial-cluster "$initial" --initial-cluster-state new --initial-cluster-token "octostore-demo-$base" \
-    --election-timeout 6000 --heartbeat-interval 300 --log-level warn > "$work/m$i.log" 2>&1 &
+    --election-timeout 1000 --heartbeat-interval 100 --log-level warn > "$work/m$i.log" 2>&1 &
   members+=($!)
   services+=($!)
 done
