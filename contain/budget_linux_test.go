@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
 )
 
 // C1, C3, C4, C6: an authority that is not fresh or not usable never starts the
@@ -42,10 +44,16 @@ func TestCUnusableAuthorityNeverStartsWorker(t *testing.T) {
 // refused by the guardian; nothing runs.
 func TestC7ExpiresBeforeArming(t *testing.T) {
 	t.Parallel()
-	r := start(t, sc{pause: "pre-arm", worker: "--child", hold: []string{"emit:leader,term=7,budget=1600"}})
+	r := start(t, sc{pause: "pre-arm", worker: "--child", hold: []string{"emit:leader,term=7,budget=2600"}})
+	// The supervisor must really be frozen there: a process that already
+	// exited counts as stopped too. (Under load a smaller budget was already
+	// too stale to reach the pause at all.)
+	proctest.WaitFor(t, bound, "the supervisor to pause before arming", func() bool {
+		return strings.Contains(r.stderr(), "testhook: pausing at pre-arm")
+	})
 	waitStopped(t, r.cmd.Process.Pid, 5*time.Second)
 	// Time must pass: the authority expires while the supervisor is frozen.
-	time.Sleep(2100 * time.Millisecond)
+	time.Sleep(3100 * time.Millisecond)
 	require.NoError(t, syscall.Kill(r.cmd.Process.Pid, syscall.SIGCONT))
 	require.Equal(t, 20, r.wait(bound), r.stderr())
 	require.Contains(t, r.stderr(), "authority could not be armed before worker start")

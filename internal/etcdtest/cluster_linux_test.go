@@ -52,12 +52,18 @@ func TestCluster(t *testing.T) {
 	}
 }
 
+// put writes k, retrying: the client's connection may be to a member that
+// was just killed or stopped, and a Put is not retried by the client itself
+// (it is not idempotent). The quorum must take it within the bound.
 func put(t *testing.T, cli *clientv3.Client, k, v string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err := cli.Put(ctx, k, v)
-	require.NoError(t, err)
+	var err error
+	proctest.WaitFor(t, 20*time.Second, "a quorum to take Put "+k, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err = cli.Put(ctx, k, v)
+		return err == nil
+	})
 }
 
 // A stopped follower leaves a quorum: writes go on; after Cont it is back
