@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math"
 	"os"
 	"strconv"
 	"time"
@@ -17,7 +16,13 @@ import (
 )
 
 // never is a deadline no wait reaches: a watch has no authority budget.
-var never = hold.Deadline{Scheduler: time.Unix(1<<40, 0), ContinuousMS: math.MaxInt64}
+// resyncInterval bounds how long one watch stream is trusted without an
+// event: then the status is read again (printed only if it changed) and a new
+// watch starts from that read. A stream the client resumed after a compaction
+// was seen to stay connected and silent for good on etcd 3.4.23; re-reading
+// bounds how late such a watch can report a change, at the cost of one
+// linearizable read per interval.
+const resyncInterval = 5 * time.Second
 
 // Watch prints the status now and after every change until a signal or ctx
 // ends it: Watch(prefix, WithPrefix, WithRev(h+1)) from the revision h of the
@@ -87,7 +92,7 @@ func (w *watchRun) readAndFollow() (int, bool) {
 			return 0, false
 		}
 		w.print(st)
-		o, changed, err := hold.Await(w.wt, never, true, nil, func(ctx context.Context) bool {
+		o, changed, err := hold.Await(w.wt, w.after(resyncInterval), true, nil, func(ctx context.Context) bool {
 			return w.nextChange(ctx, rev)
 		})
 		switch {
@@ -96,6 +101,8 @@ func (w *watchRun) readAndFollow() (int, bool) {
 			return hold.ExitSoftware, true
 		case o == hold.Signalled:
 			return w.signalExit(), true
+		case o == hold.DeadlineReached:
+			continue // a quiet stream is re-read, not trusted (resyncInterval)
 		case !changed:
 			return 0, false
 		}
