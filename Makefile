@@ -32,7 +32,7 @@ vet:
 # trees under the race detector; two at a time is what CI's 2 cores carry
 # without starving the supervisors they time.
 test: vet etcd36
-	$(GO) test -race -count=1 -timeout 25m -parallel 2 ./...
+	$(GO) test -race -count=1 -timeout 40m -parallel 2 ./...
 	OCTOSTORE_TEST_CONTAINMENT=process-group $(GO) test -race -count=1 -timeout 25m -parallel 2 ./contain/
 	$(MAKE) test-windows
 
