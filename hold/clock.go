@@ -67,9 +67,9 @@ func (i Instant) After(d time.Duration) (Deadline, error) {
 	return Deadline{Scheduler: i.Scheduler.Add(d), ContinuousMS: i.ContinuousMS + ms}, nil
 }
 
-// RemainingAt is min(scheduler remaining, continuous remaining), each
+// remainingAt is min(scheduler remaining, continuous remaining), each
 // saturating at zero; zero means the deadline is reached.
-func (d Deadline) RemainingAt(at Instant) time.Duration {
+func (d Deadline) remainingAt(at Instant) time.Duration {
 	sched := d.Scheduler.Sub(at.Scheduler)
 	if sched < 0 {
 		sched = 0
@@ -88,14 +88,14 @@ func (d Deadline) RemainingAt(at Instant) time.Duration {
 }
 
 // Remaining samples the clock (scheduler first, then continuous, as upstream's
-// remaining() does) and returns RemainingAt.
+// remaining() does) and returns remainingAt.
 func (d Deadline) Remaining(c Clock) (time.Duration, error) {
 	sched := c.Scheduler()
 	cont, err := c.ContinuousMillis()
 	if err != nil {
 		return 0, err
 	}
-	return d.RemainingAt(Instant{Scheduler: sched, ContinuousMS: cont}), nil
+	return d.remainingAt(Instant{Scheduler: sched, ContinuousMS: cont}), nil
 }
 
 // Reached reports a zero remaining time; an unreadable continuous clock counts
@@ -115,10 +115,10 @@ func (d Deadline) Min(o Deadline) Deadline {
 	return m
 }
 
-// NoLaterThan compares on the continuous clock only, as upstream does when it
+// noLaterThan compares on the continuous clock only, as upstream does when it
 // chooses which of two deadlines explains an uncertainty
 // (docs/protocol.md "Lock hold" Phase C).
-func (d Deadline) NoLaterThan(o Deadline) bool { return d.ContinuousMS <= o.ContinuousMS }
+func (d Deadline) noLaterThan(o Deadline) bool { return d.ContinuousMS <= o.ContinuousMS }
 
 // AuthorityObservation is what an authority event carries
 // (docs/protocol.md "Authority budget").

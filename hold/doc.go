@@ -12,13 +12,13 @@
 //     capability rules (ResolveServer, ValidateServer): "Server selection";
 //   - bearer token loading from OCTOSTORE_TOKEN_FILE / OCTOSTORE_TOKEN
 //     (LoadToken): "Bearer token";
-//   - the HTTP client (NewClient, Client.Call) with its 1 MiB response bound,
+//   - the HTTP client (NewClient, Client.call) with its 1 MiB response bound,
 //     strict path encoding, error-body decoding and the Failure classes:
 //     "HTTP client", "Requests", "Response handling", "Failure classes";
 //   - the scheduler/continuous clocks, the two-component authority deadline
 //     and the retry/renewal delays with injectable jitter: "Clocks",
 //     "Authority deadline", "Retry and renewal delays";
-//   - the election and lock holds (ElectionHold, LockHold): "Election hold",
+//   - the election and lock holds (electionHold, lockHold): "Election hold",
 //     "Lock hold"; status and the SSE watch: "Read-only commands", "Watch";
 //   - Authority, the interface every authority implements: this package's
 //     HTTP holds, the host-local authority (package hold/local: exclusive file
