@@ -51,7 +51,7 @@ type Client struct {
 // compression is off so no Accept-Encoding is sent. The only error is an
 // unusable CA bundle (*UsageError, exit 64).
 func NewClient(o ClientOptions) (*Client, error) {
-	roots, err := loadCABundle(o.CABundle)
+	roots, err := LoadCABundle(o.CABundle)
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ func LoadToken(env LookupEnv, stdin io.Reader) (token, warning string, err error
 				return "", "", usageErrorCause(ErrToken, "could not read token from stdin: "+ioErrorText(err), err)
 			}
 		} else {
-			raw, err = readTokenFile(path)
+			raw, err = ReadSecretFile(path, "OCTOSTORE_TOKEN_FILE")
 			if err != nil {
 				return "", "", err
 			}
@@ -45,6 +45,17 @@ func LoadToken(env LookupEnv, stdin io.Reader) (token, warning string, err error
 		return token, tokenEnvWarning, err
 	}
 	return "", "", usageError(ErrToken, "lock commands require OCTOSTORE_TOKEN_FILE or OCTOSTORE_TOKEN")
+}
+
+// ReadSecretFile reads a file that holds a secret (the token file, an etcd
+// client key) with the checks the token file gets (docs/protocol.md "Bearer
+// token"), all on the opened descriptor so nothing can be swapped in between:
+// a regular file reached without following a final symlink, owned by the
+// current user and readable by no one else (on Windows, by its ACL). name is
+// the variable that named path; every error says it and is a *UsageError
+// wrapping ErrToken. The content must be UTF-8.
+func ReadSecretFile(path, name string) (string, error) {
+	return readSecretFile(path, name)
 }
 
 func validateToken(raw string) (string, error) {

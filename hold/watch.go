@@ -340,20 +340,27 @@ func (r *watchRun) print(s snapshot) {
 			TerminalSafe(Redact(r.w.Name, r.w.Token)), TerminalSafe(Redact(s.status, r.w.Token)), TerminalSafe(server))
 		return
 	}
+	// One Write per line, so a reader never sees half a snapshot.
+	_, _ = r.w.Out.Write(SnapshotLine(r.seq, r.w.Kind, r.w.Name, server, s.json, r.w.Clock.Wall()))
+}
+
+// SnapshotLine is one --json line of a watch (docs/protocol.md "Watch"
+// output): snapshot is the status object as `status --json` prints it. Every
+// authority's watch prints through it, so their lines agree byte for byte.
+func SnapshotLine(seq uint64, kind Kind, name, server string, snapshot []byte, observed time.Time) []byte {
 	var w jsonWriter
-	w.raw(`{"schema_version":1,"sequence":` + strconv.FormatUint(r.seq, 10) + `,"event":"snapshot","kind":`)
-	w.str(r.w.Kind.String())
+	w.raw(`{"schema_version":1,"sequence":` + strconv.FormatUint(seq, 10) + `,"event":"snapshot","kind":`)
+	w.str(kind.String())
 	w.raw(`,"name":`)
-	w.str(r.w.Name)
+	w.str(name)
 	w.raw(`,"server":`)
 	w.str(server)
 	w.raw(`,"snapshot":`)
-	w.raw(string(s.json))
+	w.raw(string(snapshot))
 	w.raw(`,"observed_at":`)
-	w.str(events.FormatTimestamp(r.w.Clock.Wall()))
+	w.str(events.FormatTimestamp(observed))
 	w.raw("}\n")
-	// One Write per line, so a reader never sees half a snapshot.
-	_, _ = r.w.Out.Write(w.bytes())
+	return w.bytes()
 }
 
 // sleep waits d; false means a signal (or ctx, or a clock failure) came

@@ -15,8 +15,8 @@ import (
 	"github.com/octostore-supervisor/supervisor/hold"
 )
 
-// ReasonLeaseNotCurrent is the lost reason when our key or lease is gone.
-const ReasonLeaseNotCurrent = "lease_not_current"
+// reasonLeaseNotCurrent is the lost reason when our key or lease is gone.
+const reasonLeaseNotCurrent = "lease_not_current"
 
 // shortTTL: below it a cluster leader election (1–2 s measured) can make a
 // healthy hold uncertain.
