@@ -51,6 +51,18 @@ type HoldSpec struct {
 	Out, Diag io.Writer
 }
 
+// WithDefaults is s with what a caller may leave out filled in: SystemClock,
+// RandomJitter, writers that discard, and MaxShutdownBudget for a
+// ShutdownTimeout of zero. The authorities outside this package (hold/local,
+// hold/etcd) start from it, so a field left out means the same to each.
+func (s HoldSpec) WithDefaults() HoldSpec {
+	defaults(&s.Clock, &s.Jitter, &s.Out, &s.Diag)
+	if s.ShutdownTimeout <= 0 {
+		s.ShutdownTimeout = MaxShutdownBudget
+	}
+	return s
+}
+
 // WatchSpec is one watch's request.
 type WatchSpec struct {
 	Kind Kind

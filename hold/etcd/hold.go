@@ -3,7 +3,6 @@ package etcd
 import (
 	"context"
 	"errors"
-	"io"
 	"math"
 	"os"
 	"syscall"
@@ -71,21 +70,7 @@ type candidacy struct {
 }
 
 func newRun(a *Authority, ctx context.Context, spec hold.HoldSpec, signals <-chan os.Signal) *run {
-	if spec.Clock == nil {
-		spec.Clock = hold.SystemClock{}
-	}
-	if spec.Jitter == nil {
-		spec.Jitter = hold.RandomJitter
-	}
-	if spec.Out == nil {
-		spec.Out = io.Discard
-	}
-	if spec.Diag == nil {
-		spec.Diag = io.Discard
-	}
-	if spec.ShutdownTimeout <= 0 {
-		spec.ShutdownTimeout = hold.MaxShutdownBudget
-	}
+	spec = spec.WithDefaults()
 	r := &run{a: a, spec: spec, em: hold.NewEmitter(spec, a.Server()),
 		w: &hold.Waiter{Clock: spec.Clock, Signals: signals, Ctx: ctx}, dir: a.t.namePrefix(spec.Kind, spec.Name)}
 	if spec.AcquireTimeout != nil {
