@@ -35,14 +35,18 @@ type Authority interface {
 // HoldSpec is one hold's request, already validated by the caller
 // (ValidateCandidate, ValidateTTL, ValidateTimeouts).
 type HoldSpec struct {
+	// Kind chooses an election or a lock hold.
 	Kind Kind
 	// Name is the election ID or the lock name.
 	Name string
 	// Candidate is the candidate ID (elections only).
 	Candidate string
-	TTL       time.Duration
+	// TTL is the lease the hold asks for; budgets are fractions of it.
+	TTL time.Duration
 	// AcquireTimeout bounds waiting for authority; nil waits until a signal.
-	AcquireTimeout  *time.Duration
+	AcquireTimeout *time.Duration
+	// ShutdownTimeout caps release after a signal (ShutdownBudget); zero
+	// means MaxShutdownBudget (WithDefaults).
 	ShutdownTimeout time.Duration
 	// Clock and Jitter default to SystemClock and RandomJitter.
 	Clock  Clock
@@ -65,10 +69,12 @@ func (s HoldSpec) WithDefaults() HoldSpec {
 
 // WatchSpec is one watch's request.
 type WatchSpec struct {
+	// Kind and Name say what to watch: an election ID or a lock name.
 	Kind Kind
 	Name string
 	// JSON selects one JSON object per line instead of human lines.
-	JSON      bool
+	JSON bool
+	// Out receives the snapshot lines, Diag the "octostore: …" diagnostics.
 	Out, Diag io.Writer
 }
 

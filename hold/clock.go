@@ -28,9 +28,14 @@ type Clock interface {
 // supervisor also uses, so both sides sample the very same clocks.
 type SystemClock struct{}
 
-func (SystemClock) Scheduler() time.Time             { return time.Now() }
+// Scheduler is time.Now: its monotonic reading is the scheduler clock.
+func (SystemClock) Scheduler() time.Time { return time.Now() }
+
+// ContinuousMillis is platform.ContinuousMillis, the suspend-inclusive clock.
 func (SystemClock) ContinuousMillis() (int64, error) { return platform.ContinuousMillis() }
-func (SystemClock) Wall() time.Time                  { return time.Now() }
+
+// Wall is time.Now, for the wall-clock fields of events.
+func (SystemClock) Wall() time.Time { return time.Now() }
 
 // Instant is an authority instant: one sample of both clocks.
 type Instant struct {

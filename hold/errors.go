@@ -47,6 +47,7 @@ type UsageError struct {
 	Cause error
 }
 
+// Error is the message, exactly as upstream prints it after "octostore: ".
 func (e *UsageError) Error() string { return e.Msg }
 
 // Unwrap exposes both the class sentinel and the cause.

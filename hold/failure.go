@@ -62,8 +62,11 @@ type Failure struct {
 	Cause error
 }
 
+// Error is the diagnostic (details, then the request ID) without any
+// redaction; print DiagnosticRedacting when a secret may be in it.
 func (f *Failure) Error() string { return f.diagnostic() }
 
+// Unwrap is the underlying Go error, so errors.Is sees a context deadline.
 func (f *Failure) Unwrap() error { return f.Cause }
 
 // diagnostic is the stderr text after "octostore: ": details, then the request

@@ -52,6 +52,7 @@ type Server struct {
 	HTTPS bool
 }
 
+// String is the normalized URL, what events and human lines show.
 func (s Server) String() string { return s.URL }
 
 // endpoint joins the server and an API path that already starts with '/'.

@@ -13,10 +13,14 @@ import (
 type Kind int
 
 const (
+	// KindElection is `octostore election …`: a room with a leader.
 	KindElection Kind = iota
+	// KindLock is `octostore lock …`: a named mutual-exclusion lease.
 	KindLock
 )
 
+// String is the kind as events and human lines spell it: "election" or
+// "lock".
 func (k Kind) String() string {
 	if k == KindLock {
 		return "lock"

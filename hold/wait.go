@@ -50,9 +50,12 @@ func newTimer(c Clock, d time.Duration) (<-chan time.Time, func() bool) {
 //
 // A Waiter belongs to one run and is not safe for concurrent use.
 type Waiter struct {
-	Clock   Clock
+	// Clock is the run's clock; deadlines are read on it, never on time.Now.
+	Clock Clock
+	// Signals delivers SIGINT/SIGTERM; a watching wait ends on one.
 	Signals <-chan os.Signal
-	Ctx     context.Context
+	// Ctx is the run's lifetime; its cancellation counts as SIGTERM.
+	Ctx context.Context
 	// Signal is the signal that ended the last Signalled wait.
 	Signal os.Signal
 }
