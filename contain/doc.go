@@ -8,4 +8,7 @@
 // never keep lifecycle state anywhere a worker can reach (files, named pipes, the
 // environment): state lives in memory and crosses process boundaries only over
 // anonymous socketpairs.
+//
+// Its exported API serves this module's supervisor (cmd/octostore-supervisor)
+// and tests; it is internal to this module, with no compatibility promise.
 package contain

@@ -9,4 +9,7 @@
 // receipt), or print anything. Errors carry the one-line stderr message and
 // wrap ErrInvalid (exit 70) or ErrDoubt (exit 20) so the caller only has to map
 // the class to an exit code.
+//
+// The JSONL schema is a documented contract; this package's Go API is not:
+// it is internal to this module, with no compatibility promise.
 package events

@@ -35,14 +35,18 @@ type Authority interface {
 // HoldSpec is one hold's request, already validated by the caller
 // (ValidateCandidate, ValidateTTL, ValidateTimeouts).
 type HoldSpec struct {
+	// Kind chooses an election or a lock hold.
 	Kind Kind
 	// Name is the election ID or the lock name.
 	Name string
 	// Candidate is the candidate ID (elections only).
 	Candidate string
-	TTL       time.Duration
+	// TTL is the lease the hold asks for; budgets are fractions of it.
+	TTL time.Duration
 	// AcquireTimeout bounds waiting for authority; nil waits until a signal.
-	AcquireTimeout  *time.Duration
+	AcquireTimeout *time.Duration
+	// ShutdownTimeout caps release after a signal (ShutdownBudget); zero
+	// means MaxShutdownBudget (WithDefaults).
 	ShutdownTimeout time.Duration
 	// Clock and Jitter default to SystemClock and RandomJitter.
 	Clock  Clock
@@ -51,12 +55,26 @@ type HoldSpec struct {
 	Out, Diag io.Writer
 }
 
+// WithDefaults is s with what a caller may leave out filled in: SystemClock,
+// RandomJitter, writers that discard, and MaxShutdownBudget for a
+// ShutdownTimeout of zero. The authorities outside this package (hold/local,
+// hold/etcd) start from it, so a field left out means the same to each.
+func (s HoldSpec) WithDefaults() HoldSpec {
+	defaults(&s.Clock, &s.Jitter, &s.Out, &s.Diag)
+	if s.ShutdownTimeout <= 0 {
+		s.ShutdownTimeout = MaxShutdownBudget
+	}
+	return s
+}
+
 // WatchSpec is one watch's request.
 type WatchSpec struct {
+	// Kind and Name say what to watch: an election ID or a lock name.
 	Kind Kind
 	Name string
 	// JSON selects one JSON object per line instead of human lines.
-	JSON      bool
+	JSON bool
+	// Out receives the snapshot lines, Diag the "octostore: …" diagnostics.
 	Out, Diag io.Writer
 }
 

@@ -7,12 +7,13 @@ import (
 	"os"
 )
 
-// loadCABundle implements OCTOSTORE_CA_BUNDLE (docs/protocol.md "HTTP client").
-// value is nil when the variable is unset; when set (even to "") it names a PEM
-// file whose certificates are added to the system roots, never replacing them.
-// Blocks other than CERTIFICATE (keys, CRLs) are ignored, as rustls-pemfile
-// does.
-func loadCABundle(value *string) (*x509.CertPool, error) {
+// LoadCABundle implements OCTOSTORE_CA_BUNDLE (docs/protocol.md "HTTP client")
+// for every authority that speaks TLS. value is nil when the variable is
+// unset; when set (even to "") it names a PEM file whose certificates are
+// added to the system roots, never replacing them. Blocks other than
+// CERTIFICATE (keys, CRLs) are ignored, as rustls-pemfile does; a damaged
+// block is an error, so a bad bundle never quietly trusts less.
+func LoadCABundle(value *string) (*x509.CertPool, error) {
 	if value == nil {
 		return nil, nil
 	}

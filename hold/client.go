@@ -12,13 +12,13 @@ import (
 	"time"
 )
 
-// UserAgent is sent on every request: the upstream crate version
+// userAgent is sent on every request: the upstream crate version
 // (docs/protocol.md "HTTP client").
-const UserAgent = "octostore-cli/0.14.4"
+const userAgent = "octostore-cli/0.14.4"
 
-// MaxResponseBytes bounds every API response body
+// maxResponseBytes bounds every API response body
 // (docs/protocol.md "Response handling" step 3).
-const MaxResponseBytes = 1 << 20
+const maxResponseBytes = 1 << 20
 
 // ClientOptions configure NewClient.
 type ClientOptions struct {
@@ -51,7 +51,7 @@ type Client struct {
 // compression is off so no Accept-Encoding is sent. The only error is an
 // unusable CA bundle (*UsageError, exit 64).
 func NewClient(o ClientOptions) (*Client, error) {
-	roots, err := loadCABundle(o.CABundle)
+	roots, err := LoadCABundle(o.CABundle)
 	if err != nil {
 		return nil, err
 	}
@@ -82,14 +82,11 @@ func NewClient(o ClientOptions) (*Client, error) {
 	}, nil
 }
 
-// Server is the server this client talks to.
-func (c *Client) Server() Server { return c.server }
-
 // CloseIdleConnections releases pooled connections.
 func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
 
-// Request is one API call.
-type Request struct {
+// request is one API call.
+type request struct {
 	Method string
 	// Path is the API path starting with '/', with election ids and lock
 	// names already passed through EncodeSegment.
@@ -108,20 +105,20 @@ type Request struct {
 	Timeout time.Duration
 }
 
-// Response is an accepted response.
-type Response struct {
+// response is an accepted response.
+type response struct {
 	Status    int
 	RequestID string
 	Body      []byte
 }
 
-// Call performs req under ctx and the request timeout and classifies the result
+// call performs req under ctx and the request timeout and classifies the result
 // (docs/protocol.md "Response handling"). For an accepted status, decode (if
 // non-nil) is applied to the body; its error becomes a transport-class
 // invalid_response. Every error returned is a *Failure. The body is always read
 // in full (within the bound and the timeout) before any decision, as upstream
 // does.
-func (c *Client) Call(ctx context.Context, req Request, decode func(body []byte) error) (Response, error) {
+func (c *Client) call(ctx context.Context, req request, decode func(body []byte) error) (response, error) {
 	timeout := c.requestTimeout
 	if req.Timeout > 0 {
 		timeout = req.Timeout
@@ -133,16 +130,16 @@ func (c *Client) Call(ctx context.Context, req Request, decode func(body []byte)
 	}
 	hreq, err := c.newRequest(ctx, req)
 	if err != nil {
-		return Response{}, transportFailure(err)
+		return response{}, transportFailure(err)
 	}
 	resp, err := c.http.Do(hreq)
 	if err != nil {
-		return Response{}, transportFailure(err)
+		return response{}, transportFailure(err)
 	}
 	defer resp.Body.Close()
 	data, requestID, f := readBody(resp)
 	if f != nil {
-		return Response{}, f
+		return response{}, f
 	}
 	for _, s := range req.Accepted {
 		if s != resp.StatusCode {
@@ -150,26 +147,26 @@ func (c *Client) Call(ctx context.Context, req Request, decode func(body []byte)
 		}
 		if decode != nil {
 			if err := decode(data); err != nil {
-				return Response{}, &Failure{Status: resp.StatusCode, Code: CodeInvalidResponse,
+				return response{}, &Failure{Status: resp.StatusCode, Code: codeInvalidResponse,
 					Details: "server returned malformed JSON: " + err.Error(), RequestID: requestID, Transport: true, Cause: err}
 			}
 		}
-		return Response{Status: resp.StatusCode, RequestID: requestID, Body: data}, nil
+		return response{Status: resp.StatusCode, RequestID: requestID, Body: data}, nil
 	}
-	return Response{}, decodeErrorResponse(resp.StatusCode, data, requestID)
+	return response{}, decodeErrorResponse(resp.StatusCode, data, requestID)
 }
 
 // newRequest is req as an HTTP request with the headers upstream sends.
-func (c *Client) newRequest(ctx context.Context, req Request) (*http.Request, error) {
+func (c *Client) newRequest(ctx context.Context, req request) (*http.Request, error) {
 	var body io.Reader
 	if req.Body != nil {
 		body = bytes.NewReader(req.Body)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, req.Method, c.server.Endpoint(req.Path), body)
+	hreq, err := http.NewRequestWithContext(ctx, req.Method, c.server.endpoint(req.Path), body)
 	if err != nil {
 		return nil, err
 	}
-	hreq.Header.Set("User-Agent", UserAgent)
+	hreq.Header.Set("User-Agent", userAgent)
 	accept := req.Accept
 	if accept == "" {
 		accept = "*/*"
@@ -184,7 +181,7 @@ func (c *Client) newRequest(ctx context.Context, req Request) (*http.Request, er
 	return hreq, nil
 }
 
-// readBody reads a response body in full, bounded at MaxResponseBytes
+// readBody reads a response body in full, bounded at maxResponseBytes
 // (docs/protocol.md "Response handling"), with its validated x-request-id
 // (empty when invalid).
 func readBody(resp *http.Response) (data []byte, requestID string, f *Failure) {
@@ -192,13 +189,13 @@ func readBody(resp *http.Response) (data []byte, requestID string, f *Failure) {
 	if !validRequestID(requestID) {
 		requestID = ""
 	}
-	tooLarge := &Failure{Status: resp.StatusCode, Code: CodeResponseTooLarge,
-		Details: "server response exceeded " + strconv.Itoa(MaxResponseBytes) + " bytes", RequestID: requestID, Transport: true}
-	if resp.ContentLength > MaxResponseBytes {
+	tooLarge := &Failure{Status: resp.StatusCode, Code: codeResponseTooLarge,
+		Details: "server response exceeded " + strconv.Itoa(maxResponseBytes) + " bytes", RequestID: requestID, Transport: true}
+	if resp.ContentLength > maxResponseBytes {
 		return nil, requestID, tooLarge
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
-	if len(data) > MaxResponseBytes {
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	if len(data) > maxResponseBytes {
 		return nil, requestID, tooLarge
 	}
 	if err != nil {
@@ -207,10 +204,10 @@ func readBody(resp *http.Response) (data []byte, requestID string, f *Failure) {
 	return data, requestID, nil
 }
 
-// IsTimeout reports whether a Failure was caused by a context deadline or a
+// isTimeout reports whether a Failure was caused by a context deadline or a
 // network timeout, which later code uses to tell "deadline hit" from other
 // transport trouble.
-func IsTimeout(err error) bool {
+func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
@@ -242,7 +239,7 @@ type caller struct {
 }
 
 type callResult struct {
-	resp Response
+	resp response
 	err  error
 }
 
@@ -250,16 +247,16 @@ type callResult struct {
 // is cancelled and awaited (Await with no abandoned hook): decode writes into
 // the caller's variables, which must not change once call has returned. On
 // Done the *Failure is nil or the API's (or transport's) failure.
-func (c caller) call(d Deadline, watch bool, req Request, decode func([]byte) error) (Response, *Failure, Outcome, error) {
+func (c caller) call(d Deadline, watch bool, req request, decode func([]byte) error) (response, *Failure, Outcome, error) {
 	o, res, err := Await(c.w, d, watch, nil, func(ctx context.Context) callResult {
-		resp, err := c.client.Call(ctx, req, decode)
+		resp, err := c.client.call(ctx, req, decode)
 		return callResult{resp, err}
 	})
 	if err != nil || o != Done {
-		return Response{}, nil, o, err
+		return response{}, nil, o, err
 	}
 	if res.err != nil {
-		return Response{}, failureOf(res.err), Done, nil
+		return response{}, failureOf(res.err), Done, nil
 	}
 	return res.resp, nil, Done, nil
 }

@@ -87,7 +87,7 @@ func TestCallHeadersAndPath(t *testing.T) {
 	c := newTestClient(t, srv.URL+"/base/", true)
 
 	body := []byte(`{"ephemeral":true,"session_id":"s","ttl_seconds":120}`)
-	resp, err := c.Call(context.Background(), Request{
+	resp, err := c.call(context.Background(), request{
 		Method: http.MethodPost, Path: "/locks/" + EncodeSegment("repo/a b+c") + "/acquire",
 		Body: body, Bearer: "tok", Accepted: []int{200, 409},
 	}, nil)
@@ -105,13 +105,13 @@ func TestCallHeadersAndPath(t *testing.T) {
 	require.Equal(t, "Bearer tok", s.auth)
 	require.Equal(t, string(body), s.body)
 
-	_, err = c.Call(context.Background(), Request{Method: http.MethodPost, Path: "/elections", Accepted: []int{201, 200}}, nil)
+	_, err = c.call(context.Background(), request{Method: http.MethodPost, Path: "/elections", Accepted: []int{201, 200}}, nil)
 	require.NoError(t, err)
 	s = <-got
 	require.False(t, s.hasCType, "no content-type without a body")
 	require.False(t, s.hasAuth)
 
-	_, err = c.Call(context.Background(), Request{Method: http.MethodGet, Path: "/locks/x/watch", Accept: "text/event-stream", Accepted: []int{200}}, nil)
+	_, err = c.call(context.Background(), request{Method: http.MethodGet, Path: "/locks/x/watch", Accept: "text/event-stream", Accepted: []int{200}}, nil)
 	require.NoError(t, err)
 	require.Equal(t, "text/event-stream", (<-got).accept)
 }
@@ -129,14 +129,14 @@ func TestCallNoRedirect(t *testing.T) {
 			http.Redirect(w, r, target.URL+"/elections", code)
 		}))
 		c := newTestClient(t, srv.URL, true)
-		_, err := c.Call(context.Background(), Request{Method: http.MethodPost, Path: "/elections", Bearer: "tok", Accepted: []int{201}}, nil)
+		_, err := c.call(context.Background(), request{Method: http.MethodPost, Path: "/elections", Bearer: "tok", Accepted: []int{201}}, nil)
 		srv.Close()
 		f := asFailure(t, err)
 		require.Equal(t, code, f.Status)
-		require.Equal(t, CodeRequestFailed, f.Code)
+		require.Equal(t, codeRequestFailed, f.Code)
 		require.Equal(t, "server returned HTTP "+statusLine(code), f.Details)
 		require.False(t, f.Transport)
-		require.False(t, f.RetryableBeforeAcquire())
+		require.False(t, f.retryableBeforeAcquire())
 		require.Equal(t, ExitSoftware, f.ExitCode())
 	}
 	require.Equal(t, "302 Found", statusLine(302))
@@ -167,7 +167,7 @@ func TestNoProxyForCapabilityLoopback(t *testing.T) {
 	for _, raw := range []string{srv.URL, strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)} {
 		c := newTestClient(t, raw, true)
 		require.Nil(t, c.http.Transport.(*http.Transport).Proxy, "capability-bearing loopback must not consult any proxy")
-		_, err := c.Call(context.Background(), Request{Method: http.MethodGet, Path: "/locks/x", Bearer: "tok", Accepted: []int{200}}, nil)
+		_, err := c.call(context.Background(), request{Method: http.MethodGet, Path: "/locks/x", Bearer: "tok", Accepted: []int{200}}, nil)
 		require.NoError(t, err)
 	}
 	require.EqualValues(t, 2, serverHits.Load())
@@ -181,8 +181,8 @@ func TestNoProxyForCapabilityLoopback(t *testing.T) {
 }
 
 func TestCallResponseBound(t *testing.T) {
-	big := strings.Repeat("x", MaxResponseBytes+1)
-	exact := `"` + strings.Repeat("x", MaxResponseBytes-2) + `"`
+	big := strings.Repeat("x", maxResponseBytes+1)
+	exact := `"` + strings.Repeat("x", maxResponseBytes-2) + `"`
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The client stops reading past the bound and drops the connection.
 		// Under Wine 8 that does not always fail the server's blocked write,
@@ -213,21 +213,21 @@ func TestCallResponseBound(t *testing.T) {
 	defer srv.Close()
 	c := newTestClient(t, srv.URL, false)
 	for _, p := range []string{"/length", "/chunked", "/error"} {
-		_, err := c.Call(context.Background(), Request{Method: http.MethodGet, Path: p, Accepted: []int{200}}, nil)
+		_, err := c.call(context.Background(), request{Method: http.MethodGet, Path: p, Accepted: []int{200}}, nil)
 		f := asFailure(t, err)
-		require.Equal(t, CodeResponseTooLarge, f.Code, p)
+		require.Equal(t, codeResponseTooLarge, f.Code, p)
 		require.Equal(t, "server response exceeded 1048576 bytes", f.Details)
 		require.True(t, f.Transport)
-		require.True(t, f.RetryableBeforeAcquire())
+		require.True(t, f.retryableBeforeAcquire())
 		require.Equal(t, testReqID, f.RequestID)
 		require.NotZero(t, f.Status)
 	}
 	var s string
-	resp, err := c.Call(context.Background(), Request{Method: http.MethodGet, Path: "/exact", Accepted: []int{200}},
+	resp, err := c.call(context.Background(), request{Method: http.MethodGet, Path: "/exact", Accepted: []int{200}},
 		func(b []byte) error { return json.Unmarshal(b, &s) })
 	require.NoError(t, err)
-	require.Len(t, resp.Body, MaxResponseBytes)
-	require.Len(t, s, MaxResponseBytes-2)
+	require.Len(t, resp.Body, maxResponseBytes)
+	require.Len(t, s, maxResponseBytes-2)
 }
 
 func TestCallErrorBodyDecoding(t *testing.T) {
@@ -295,7 +295,7 @@ func TestCallErrorBodyDecoding(t *testing.T) {
 			}))
 			defer srv.Close()
 			c := newTestClient(t, srv.URL, false)
-			_, err := c.Call(context.Background(), Request{Method: http.MethodPost, Path: "/x", Accepted: []int{200}}, nil)
+			_, err := c.call(context.Background(), request{Method: http.MethodPost, Path: "/x", Accepted: []int{200}}, nil)
 			f := asFailure(t, err)
 			require.Equal(t, tc.status, f.Status)
 			require.Equal(t, tc.code, f.Code)
@@ -303,8 +303,8 @@ func TestCallErrorBodyDecoding(t *testing.T) {
 			require.Equal(t, tc.retry, f.RetryAfterMS)
 			require.Equal(t, tc.reqID, f.RequestID)
 			require.False(t, f.Transport)
-			require.Equal(t, tc.retryable, f.RetryableBeforeAcquire())
-			require.Equal(t, tc.provesLoss, f.ProvesLoss())
+			require.Equal(t, tc.retryable, f.retryableBeforeAcquire())
+			require.Equal(t, tc.provesLoss, f.provesLoss())
 			if tc.reqID != "" {
 				require.Equal(t, tc.details+" (request "+tc.reqID+")", f.Error())
 			} else {
@@ -339,12 +339,12 @@ func TestCallMalformedSuccess(t *testing.T) {
 		}
 		return nil
 	}
-	_, err := c.Call(context.Background(), Request{Method: http.MethodPost, Path: "/locks/x/acquire", Accepted: []int{200, 409}}, strict)
+	_, err := c.call(context.Background(), request{Method: http.MethodPost, Path: "/locks/x/acquire", Accepted: []int{200, 409}}, strict)
 	f := asFailure(t, err)
-	require.Equal(t, CodeInvalidResponse, f.Code)
+	require.Equal(t, codeInvalidResponse, f.Code)
 	require.Equal(t, "server returned malformed JSON: missing field `status`", f.Details)
 	require.True(t, f.Transport)
-	require.True(t, f.RetryableBeforeAcquire())
+	require.True(t, f.retryableBeforeAcquire())
 	require.Equal(t, 409, f.Status)
 	require.Equal(t, testReqID, f.RequestID)
 }
@@ -354,14 +354,14 @@ func TestCallTransportErrors(t *testing.T) {
 	url := srv.URL
 	srv.Close()
 	c := newTestClient(t, url, false)
-	_, err := c.Call(context.Background(), Request{Method: http.MethodGet, Path: "/", Accepted: []int{200}}, nil)
+	_, err := c.call(context.Background(), request{Method: http.MethodGet, Path: "/", Accepted: []int{200}}, nil)
 	f := asFailure(t, err)
 	require.Equal(t, CodeTransportError, f.Code)
 	require.Equal(t, "could not confirm the server response", f.Details)
 	require.Zero(t, f.Status)
 	require.True(t, f.Transport)
-	require.True(t, f.RetryableBeforeAcquire())
-	require.False(t, f.ProvesLoss())
+	require.True(t, f.retryableBeforeAcquire())
+	require.False(t, f.provesLoss())
 
 	// A body that stalls after "{" is bounded by the request timeout.
 	release := make(chan struct{})
@@ -378,36 +378,36 @@ func TestCallTransportErrors(t *testing.T) {
 	defer close(release)
 	c = newTestClient(t, stall.URL, false)
 	start := time.Now()
-	_, err = c.Call(context.Background(), Request{Method: http.MethodGet, Path: "/", Accepted: []int{200}, Timeout: 200 * time.Millisecond}, nil)
+	_, err = c.call(context.Background(), request{Method: http.MethodGet, Path: "/", Accepted: []int{200}, Timeout: 200 * time.Millisecond}, nil)
 	f = asFailure(t, err)
 	require.Equal(t, CodeTransportError, f.Code)
-	require.True(t, IsTimeout(err))
+	require.True(t, isTimeout(err))
 	require.Less(t, time.Since(start), 3*time.Second)
 
 	// A caller deadline (authority deadline) also bounds the call.
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err = c.Call(ctx, Request{Method: http.MethodGet, Path: "/", Accepted: []int{200}}, nil)
-	require.True(t, IsTimeout(err))
+	_, err = c.call(ctx, request{Method: http.MethodGet, Path: "/", Accepted: []int{200}}, nil)
+	require.True(t, isTimeout(err))
 }
 
 func TestFailureHelpers(t *testing.T) {
 	f := &Failure{Code: "forbidden", Details: "value s3cr leaked s3cr", RequestID: testReqID}
 	require.Equal(t, "value [REDACTED] leaked [REDACTED] (request "+testReqID+")", f.DiagnosticRedacting("s3cr"))
 	require.Equal(t, "abc", Redact("abc", ""))
-	mismatch := &Failure{Code: CodeSessionIdentityMismatch}
-	require.True(t, mismatch.ProvesLoss())
-	iv := InvalidSessionIntervalFailure()
+	mismatch := &Failure{Code: codeSessionIdentityMismatch}
+	require.True(t, mismatch.provesLoss())
+	iv := invalidSessionIntervalFailure()
 	require.Equal(t, "server returned keepalive_interval_secs outside 1..=30", iv.Details)
 	require.True(t, iv.Transport)
 	require.Equal(t, ExitSoftware, iv.ExitCode())
 	for _, code := range []string{"lease_not_current", "not_found", "session_expired", "authentication_failed",
 		"authentication_required", "forbidden", "invalid_input", "invalid_ttl", "invalid_lock_name"} {
-		require.True(t, (&Failure{Code: code, Status: 400}).ProvesLoss(), code)
-		require.False(t, (&Failure{Code: code, Status: 400}).RetryableBeforeAcquire(), code)
+		require.True(t, (&Failure{Code: code, Status: 400}).provesLoss(), code)
+		require.False(t, (&Failure{Code: code, Status: 400}).retryableBeforeAcquire(), code)
 	}
 	// Any 5xx is retryable whatever its code.
-	require.True(t, (&Failure{Code: "not_found", Status: 500}).RetryableBeforeAcquire())
+	require.True(t, (&Failure{Code: "not_found", Status: 500}).retryableBeforeAcquire())
 }
 
 func writePEM(t *testing.T, content string) string {
@@ -471,16 +471,16 @@ func TestCABundleTrustsAddedRoot(t *testing.T) {
 	bundle := writePEM(t, "comment before\n-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"+certPEM)
 	server, err := ValidateServer(srv.URL, true, false)
 	require.NoError(t, err)
-	req := Request{Method: http.MethodPost, Path: "/locks/x/release", Body: []byte(`{"lease_id":"l"}`), Accepted: []int{200}}
+	req := request{Method: http.MethodPost, Path: "/locks/x/release", Body: []byte(`{"lease_id":"l"}`), Accepted: []int{200}}
 
 	c, err := NewClient(ClientOptions{Server: server, CapabilityBearing: true, CABundle: &bundle, ConnectTimeout: 2 * time.Second, RequestTimeout: 5 * time.Second})
 	require.NoError(t, err)
-	_, err = c.Call(context.Background(), req, nil)
+	_, err = c.call(context.Background(), req, nil)
 	require.NoError(t, err)
 
 	c, err = NewClient(ClientOptions{Server: server, CapabilityBearing: true, ConnectTimeout: 2 * time.Second, RequestTimeout: 5 * time.Second})
 	require.NoError(t, err)
-	_, err = c.Call(context.Background(), req, nil)
+	_, err = c.call(context.Background(), req, nil)
 	require.Equal(t, CodeTransportError, asFailure(t, err).Code, "an untrusted certificate is a transport failure")
 }
 

@@ -28,9 +28,14 @@ type Clock interface {
 // supervisor also uses, so both sides sample the very same clocks.
 type SystemClock struct{}
 
-func (SystemClock) Scheduler() time.Time             { return time.Now() }
+// Scheduler is time.Now: its monotonic reading is the scheduler clock.
+func (SystemClock) Scheduler() time.Time { return time.Now() }
+
+// ContinuousMillis is platform.ContinuousMillis, the suspend-inclusive clock.
 func (SystemClock) ContinuousMillis() (int64, error) { return platform.ContinuousMillis() }
-func (SystemClock) Wall() time.Time                  { return time.Now() }
+
+// Wall is time.Now, for the wall-clock fields of events.
+func (SystemClock) Wall() time.Time { return time.Now() }
 
 // Instant is an authority instant: one sample of both clocks.
 type Instant struct {
@@ -67,9 +72,9 @@ func (i Instant) After(d time.Duration) (Deadline, error) {
 	return Deadline{Scheduler: i.Scheduler.Add(d), ContinuousMS: i.ContinuousMS + ms}, nil
 }
 
-// RemainingAt is min(scheduler remaining, continuous remaining), each
+// remainingAt is min(scheduler remaining, continuous remaining), each
 // saturating at zero; zero means the deadline is reached.
-func (d Deadline) RemainingAt(at Instant) time.Duration {
+func (d Deadline) remainingAt(at Instant) time.Duration {
 	sched := d.Scheduler.Sub(at.Scheduler)
 	if sched < 0 {
 		sched = 0
@@ -88,14 +93,14 @@ func (d Deadline) RemainingAt(at Instant) time.Duration {
 }
 
 // Remaining samples the clock (scheduler first, then continuous, as upstream's
-// remaining() does) and returns RemainingAt.
+// remaining() does) and returns remainingAt.
 func (d Deadline) Remaining(c Clock) (time.Duration, error) {
 	sched := c.Scheduler()
 	cont, err := c.ContinuousMillis()
 	if err != nil {
 		return 0, err
 	}
-	return d.RemainingAt(Instant{Scheduler: sched, ContinuousMS: cont}), nil
+	return d.remainingAt(Instant{Scheduler: sched, ContinuousMS: cont}), nil
 }
 
 // Reached reports a zero remaining time; an unreadable continuous clock counts
@@ -115,10 +120,10 @@ func (d Deadline) Min(o Deadline) Deadline {
 	return m
 }
 
-// NoLaterThan compares on the continuous clock only, as upstream does when it
+// noLaterThan compares on the continuous clock only, as upstream does when it
 // chooses which of two deadlines explains an uncertainty
 // (docs/protocol.md "Lock hold" Phase C).
-func (d Deadline) NoLaterThan(o Deadline) bool { return d.ContinuousMS <= o.ContinuousMS }
+func (d Deadline) noLaterThan(o Deadline) bool { return d.ContinuousMS <= o.ContinuousMS }
 
 // AuthorityObservation is what an authority event carries
 // (docs/protocol.md "Authority budget").

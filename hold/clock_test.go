@@ -88,7 +88,7 @@ func TestDeadlineArithmetic(t *testing.T) {
 		{"sub-millisecond scheduler remainder", 24*time.Second - 500*time.Microsecond, 1000, 500 * time.Microsecond},
 	}
 	for _, tc := range cases {
-		require.Equal(t, tc.want, d.RemainingAt(Instant{Scheduler: t0.Add(tc.sched), ContinuousMS: tc.cont}), tc.name)
+		require.Equal(t, tc.want, d.remainingAt(Instant{Scheduler: t0.Add(tc.sched), ContinuousMS: tc.cont}), tc.name)
 	}
 
 	fc := &fakeClock{sched: []time.Time{t0.Add(10 * time.Second)}, cont: []int64{11000}}
@@ -103,8 +103,8 @@ func TestDeadlineArithmetic(t *testing.T) {
 	other := Deadline{Scheduler: t0.Add(30 * time.Second), ContinuousMS: 20000}
 	require.Equal(t, Deadline{Scheduler: t0.Add(24 * time.Second), ContinuousMS: 20000}, d.Min(other))
 	require.Equal(t, d.Min(other), other.Min(d))
-	require.True(t, other.NoLaterThan(d))
-	require.False(t, d.NoLaterThan(other))
+	require.True(t, other.noLaterThan(d))
+	require.False(t, d.noLaterThan(other))
 }
 
 func TestObserveAuthority(t *testing.T) {
@@ -172,11 +172,11 @@ func TestGuidedWaitDelay(t *testing.T) {
 		{1000, 5000, 1100 * time.Millisecond}, // jitter above 1000 bp is clamped
 	}
 	for _, tc := range cases {
-		got := GuidedWaitDelay(tc.g, tc.bp)
+		got := guidedWaitDelay(tc.g, tc.bp)
 		require.Equal(t, tc.want, got, "g=%d bp=%d", tc.g, tc.bp)
 		require.GreaterOrEqual(t, got, min(guidanceBase(tc.g), got), "never below guidance")
 	}
-	require.EqualValues(t, 14210, GuidedWaitDelay(12919, 1000).Milliseconds())
+	require.EqualValues(t, 14210, guidedWaitDelay(12919, 1000).Milliseconds())
 }
 
 func TestBackoffWaitDelay(t *testing.T) {
@@ -191,9 +191,9 @@ func TestBackoffWaitDelay(t *testing.T) {
 	require.Equal(t, 4400*time.Millisecond, BackoffWaitDelay(3, 1000))
 	require.Equal(t, 2050*time.Millisecond, BackoffWaitDelay(2, 250))
 
-	require.Equal(t, 2*time.Second, WaitDelay(nil, 2, 0))
-	require.Equal(t, 2*time.Second, WaitDelay(&Failure{Code: "internal_error"}, 2, 0))
-	require.Equal(t, 33*time.Second, WaitDelay(&Failure{Code: "rate_limited", RetryAfterMS: 30000}, 2, 1000))
+	require.Equal(t, 2*time.Second, waitDelay(nil, 2, 0))
+	require.Equal(t, 2*time.Second, waitDelay(&Failure{Code: "internal_error"}, 2, 0))
+	require.Equal(t, 33*time.Second, waitDelay(&Failure{Code: "rate_limited", RetryAfterMS: 30000}, 2, 1000))
 }
 
 func TestRenewalSchedule(t *testing.T) {
@@ -223,7 +223,7 @@ func TestRenewalSchedule(t *testing.T) {
 		require.Equal(t, t0.Add(tc.safety), safety.Scheduler)
 		require.Equal(t, 1000+tc.safety.Milliseconds(), safety.ContinuousMS)
 	}
-	sess, err := SessionConfirmation(start)
+	sess, err := sessionConfirmation(start)
 	require.NoError(t, err)
 	require.Equal(t, Deadline{Scheduler: t0.Add(24 * time.Second), ContinuousMS: 25000}, sess)
 }
@@ -242,7 +242,7 @@ func TestJitterSources(t *testing.T) {
 	var sawLow, sawHigh bool
 	for i := 0; i < 20000; i++ {
 		bp := RandomJitter()
-		require.LessOrEqual(t, bp, uint32(MaxJitterBasisPoints))
+		require.LessOrEqual(t, bp, uint32(maxJitterBasisPoints))
 		sawLow = sawLow || bp < 100
 		sawHigh = sawHigh || bp > 900
 	}

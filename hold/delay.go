@@ -9,14 +9,14 @@ import (
 
 // Timing constants (docs/protocol.md "Constants").
 const (
-	SafetyFraction          = 0.8
+	safetyFraction          = 0.8
 	LockSessionTTL          = 30 * time.Second
 	MinRetryDelay           = 100 * time.Millisecond
-	MaxRetryDelay           = 30 * time.Second
+	maxRetryDelay           = 30 * time.Second
 	MaxShutdownBudget       = 2 * time.Second
 	AuthorityPoll           = 100 * time.Millisecond
-	MaxSSEFrameBytes        = 64 << 10
-	MaxJitterBasisPoints    = 1000
+	maxSSEFrameBytes        = 64 << 10
+	maxJitterBasisPoints    = 1000
 	backoffBase             = 500 * time.Millisecond
 	backoffMaxDoublingSteps = 5
 )
@@ -27,7 +27,7 @@ type Jitter func() uint32
 
 // RandomJitter draws from math/rand/v2's process-wide source, which needs no
 // seeding and is safe for concurrent use.
-func RandomJitter() uint32 { return rand.Uint32N(MaxJitterBasisPoints + 1) }
+func RandomJitter() uint32 { return rand.Uint32N(maxJitterBasisPoints + 1) }
 
 // FixedJitter always returns bp (tests, and callers that already drew one).
 func FixedJitter(bp uint32) Jitter { return func() uint32 { return bp } }
@@ -43,7 +43,7 @@ func mulF64(d time.Duration, f float64) time.Duration {
 }
 
 func jitterFraction(bp uint32) float64 {
-	return float64(min(bp, MaxJitterBasisPoints)) / 10_000
+	return float64(min(bp, maxJitterBasisPoints)) / 10_000
 }
 
 // laterJitter lengthens base by bp basis points (waits are only ever late).
@@ -67,15 +67,15 @@ func satAdd(a, b time.Duration) time.Duration {
 // guidanceBase clamps server guidance to 1..=300 000 ms and then to at least
 // 100 ms, so a server sending 0 cannot cause a request storm.
 func guidanceBase(guidanceMS uint64) time.Duration {
-	g := min(max(guidanceMS, 1), MaxServerRetryDelayMS)
+	g := min(max(guidanceMS, 1), maxServerRetryDelayMS)
 	return max(time.Duration(g)*time.Millisecond, MinRetryDelay)
 }
 
-// GuidedWaitDelay is the wait before retrying when the server gave guidance g
+// guidedWaitDelay is the wait before retrying when the server gave guidance g
 // (follower/held/delayed retry_after_ms, or an error body's retry_after_ms):
 // never shorter than the guidance and never capped at 30 s
 // (docs/protocol.md "Retry and renewal delays").
-func GuidedWaitDelay(guidanceMS uint64, bp uint32) time.Duration {
+func guidedWaitDelay(guidanceMS uint64, bp uint32) time.Duration {
 	return laterJitter(guidanceBase(guidanceMS), bp)
 }
 
@@ -84,24 +84,24 @@ func GuidedWaitDelay(guidanceMS uint64, bp uint32) time.Duration {
 // capped at 30 s (docs/protocol.md "Retry and renewal delays").
 func BackoffWaitDelay(attempt uint32, bp uint32) time.Duration {
 	base := backoffBase << min(attempt, backoffMaxDoublingSteps)
-	base = min(max(base, MinRetryDelay), MaxRetryDelay)
-	return min(laterJitter(base, bp), MaxRetryDelay)
+	base = min(max(base, MinRetryDelay), maxRetryDelay)
+	return min(laterJitter(base, bp), maxRetryDelay)
 }
 
-// WaitDelay chooses between the two after a failure: body guidance when the
+// waitDelay chooses between the two after a failure: body guidance when the
 // failure carries it, else backoff by attempt.
-func WaitDelay(f *Failure, attempt uint32, bp uint32) time.Duration {
+func waitDelay(f *Failure, attempt uint32, bp uint32) time.Duration {
 	if f != nil && f.RetryAfterMS != 0 {
-		return GuidedWaitDelay(f.RetryAfterMS, bp)
+		return guidedWaitDelay(f.RetryAfterMS, bp)
 	}
 	return BackoffWaitDelay(attempt, bp)
 }
 
 // SafetyDuration is 0.8 × ttl, the part of a lease the client trusts.
-func SafetyDuration(ttl time.Duration) time.Duration { return mulF64(ttl, SafetyFraction) }
+func SafetyDuration(ttl time.Duration) time.Duration { return mulF64(ttl, safetyFraction) }
 
-// SessionConfirmation returns start + 0.8 × 30 s.
-func SessionConfirmation(start Instant) (Deadline, error) {
+// sessionConfirmation returns start + 0.8 × 30 s.
+func sessionConfirmation(start Instant) (Deadline, error) {
 	return start.After(SafetyDuration(LockSessionTTL))
 }
 

@@ -18,7 +18,7 @@ const (
 	ReasonFollower                  = "follower"
 	ReasonAcquireTimeout            = "acquire_timeout"
 	ReasonInitialAuthorityDeadline  = "initial_authority_deadline_exceeded"
-	ReasonAuthorityIdentityMismatch = "authority_identity_mismatch"
+	reasonAuthorityIdentityMismatch = "authority_identity_mismatch"
 	ReasonRenewalDeadlineExceeded   = "renewal_deadline_exceeded"
 	ReasonTermChanged               = "term_changed"
 	ReasonSignal                    = "signal"
@@ -33,10 +33,10 @@ const (
 	pathResign      = "/resign"
 )
 
-// ElectionHold is `octostore election hold --json`
+// electionHold is `octostore election hold --json`
 // (docs/protocol.md "Election hold"). All fields are inputs; validation
 // (docs/protocol.md "Local validation") is the caller's job.
-type ElectionHold struct {
+type electionHold struct {
 	Client *Client
 	Clock  Clock
 	Jitter Jitter
@@ -65,10 +65,10 @@ type ElectionHold struct {
 // the default server, precede the hint (with the backoff, about 1.5 s).
 const unreachableHintAfter = 3
 
-// electionRun is one ElectionHold.Run: the campaign phase (run), then, once
+// electionRun is one electionHold.Run: the campaign phase (run), then, once
 // leader, the term it holds (electionTerm).
 type electionRun struct {
-	h   *ElectionHold
+	h   *electionHold
 	w   *Waiter
 	api caller
 	em  *Emitter
@@ -81,12 +81,12 @@ type electionRun struct {
 // (docs/protocol.md "Exit codes"): 11, 20, 64, 70, 130 or 143; never 0. A value
 // on signals is SIGINT/SIGTERM (anything other than syscall.SIGTERM counts as
 // SIGINT); cancelling ctx is treated as SIGTERM. Only one Run may use a given
-// ElectionHold at a time.
-func (h *ElectionHold) Run(ctx context.Context, signals <-chan os.Signal) int {
+// electionHold at a time.
+func (h *electionHold) Run(ctx context.Context, signals <-chan os.Signal) int {
 	defaults(&h.Clock, &h.Jitter, &h.Diag, &h.Out)
 	w := &Waiter{Clock: h.Clock, Signals: signals, Ctx: ctx}
 	r := &electionRun{h: h, w: w, api: caller{client: h.Client, w: w},
-		em: NewEmitter(h.spec(), h.Client.Server().URL), acq: newAcquireBound(h.Clock, h.AcquireTimeout)}
+		em: NewEmitter(h.spec(), h.Client.server.URL), acq: newAcquireBound(h.Clock, h.AcquireTimeout)}
 	code, err := r.run()
 	if err != nil {
 		// Only clock failures get here (unsupported OS clock, overflow).
@@ -97,13 +97,13 @@ func (h *ElectionHold) Run(ctx context.Context, signals <-chan os.Signal) int {
 }
 
 // spec is the HoldSpec this hold runs.
-func (h *ElectionHold) spec() HoldSpec {
+func (h *electionHold) spec() HoldSpec {
 	return HoldSpec{Kind: KindElection, Name: h.ElectionID, Candidate: h.Candidate, TTL: h.TTL,
 		AcquireTimeout: h.AcquireTimeout, ShutdownTimeout: h.ShutdownTimeout, Clock: h.Clock, Jitter: h.Jitter,
 		Out: h.Out, Diag: h.Diag}
 }
 
-func (r *electionRun) diag(f *Failure) { fmt.Fprintf(r.h.Diag, "octostore: %s\n", f.Diagnostic()) }
+func (r *electionRun) diag(f *Failure) { fmt.Fprintf(r.h.Diag, "octostore: %s\n", f.diagnostic()) }
 
 // unreachableHint counts a campaign's transport errors and, at the
 // unreachableHintAfter-th against the default server, says once why the hold
@@ -115,7 +115,7 @@ func (r *electionRun) unreachableHint(f *Failure) {
 	r.transportErrors++
 	if r.h.DefaultServer && r.transportErrors == unreachableHintAfter {
 		fmt.Fprintf(r.h.Diag, "octostore: cannot reach the default hosted authority %s (%d attempts failed); still retrying. For contenders on one machine use --server local\n",
-			r.h.Client.Server().URL, r.transportErrors)
+			r.h.Client.server.URL, r.transportErrors)
 	}
 }
 
@@ -184,7 +184,7 @@ func (r *electionRun) run() (int, error) {
 		case err != nil:
 			return 0, err
 		case o == Signalled:
-			return r.w.SignalExit(), nil
+			return r.w.signalExit(), nil
 		case o == DeadlineReached && r.acq.d != nil && !r.acq.d.Scheduler.After(initial.Scheduler):
 			return r.acquireTimeout(), nil
 		case o == DeadlineReached:
@@ -200,27 +200,27 @@ func (r *electionRun) run() (int, error) {
 	}
 }
 
-func (r *electionRun) campaign(d Deadline) (CampaignResponse, *Failure, Outcome, error) {
-	var cr CampaignResponse
-	req := Request{Method: http.MethodPost, Path: r.path(pathCampaign),
+func (r *electionRun) campaign(d Deadline) (campaignResponse, *Failure, Outcome, error) {
+	var cr campaignResponse
+	req := request{Method: http.MethodPost, Path: r.path(pathCampaign),
 		Body: campaignBody(r.h.Candidate, r.ttlSeconds()), Accepted: []int{http.StatusOK}}
-	_, f, o, err := r.api.call(d, true, req, func(b []byte) (err error) { cr, err = DecodeCampaignResponse(b); return err })
+	_, f, o, err := r.api.call(d, true, req, func(b []byte) (err error) { cr, err = decodeCampaignResponse(b); return err })
 	return cr, f, o, err
 }
 
 // retry reports a campaign that did not make us leader and waits before the
 // next one (docs/protocol.md "Election hold" step 7), bounded by the
 // acquisition deadline; done reports that code is final.
-func (r *electionRun) retry(f *Failure, cr CampaignResponse, attempt uint32) (code int, done bool, err error) {
+func (r *electionRun) retry(f *Failure, cr campaignResponse, attempt uint32) (code int, done bool, err error) {
 	var delay time.Duration
 	var reason string
 	switch {
 	case f == nil: // follower
-		delay, reason = GuidedWaitDelay(cr.RetryAfterMS, r.h.Jitter()), ReasonFollower
-	case f.RetryableBeforeAcquire():
+		delay, reason = guidedWaitDelay(cr.RetryAfterMS, r.h.Jitter()), ReasonFollower
+	case f.retryableBeforeAcquire():
 		r.diag(f)
 		r.unreachableHint(f)
-		delay, reason = WaitDelay(f, attempt, r.h.Jitter()), f.Code
+		delay, reason = waitDelay(f, attempt, r.h.Jitter()), f.Code
 	default:
 		r.diag(f)
 		r.em.Emit(events.Error, Fields{Reason: f.Code})
@@ -234,7 +234,7 @@ func (r *electionRun) retry(f *Failure, cr CampaignResponse, attempt uint32) (co
 	}
 	o, err := r.w.Sleep(r.acq.cap(d), true)
 	if err != nil || o == Signalled {
-		return r.w.SignalExit(), true, err
+		return r.w.signalExit(), true, err
 	}
 	return 0, false, nil
 }
@@ -242,7 +242,7 @@ func (r *electionRun) retry(f *Failure, cr CampaignResponse, attempt uint32) (co
 // lead turns a leader answer into authority (docs/protocol.md "Election hold"
 // steps 5–6) — or, when it came too late, for someone else, or past the
 // acquisition deadline, resigns it unconfirmed and stops.
-func (r *electionRun) lead(start Instant, initial Deadline, cr CampaignResponse) (int, error) {
+func (r *electionRun) lead(start Instant, initial Deadline, cr campaignResponse) (int, error) {
 	clock := r.h.Clock
 	var reason string
 	switch {
@@ -254,7 +254,7 @@ func (r *electionRun) lead(start Instant, initial Deadline, cr CampaignResponse)
 	case initial.Reached(clock):
 		reason = ReasonInitialAuthorityDeadline
 	case cr.ElectionID != r.h.ElectionID || cr.Leader.CandidateID != r.h.Candidate:
-		reason = ReasonAuthorityIdentityMismatch
+		reason = reasonAuthorityIdentityMismatch
 	}
 	var obs AuthorityObservation
 	if reason == "" {
@@ -293,9 +293,9 @@ func (r *electionRun) resign(token string, term uint64, budget time.Duration) (b
 	if err != nil {
 		return false, err
 	}
-	var rr ResignResponse
-	req := Request{Method: http.MethodPost, Path: r.path(pathResign), Body: resignBody(token), Accepted: []int{http.StatusOK}}
-	resp, f, o, err := r.api.call(d, false, req, func(b []byte) (err error) { rr, err = DecodeResignResponse(b); return err })
+	var rr resignResponse
+	req := request{Method: http.MethodPost, Path: r.path(pathResign), Body: resignBody(token), Accepted: []int{http.StatusOK}}
+	resp, f, o, err := r.api.call(d, false, req, func(b []byte) (err error) { rr, err = decodeResignResponse(b); return err })
 	if err != nil || o != Done {
 		return false, err
 	}
@@ -353,10 +353,10 @@ func (t *electionTerm) renew() (code int, done bool, err error) {
 		if err != nil {
 			return 0, true, err
 		}
-		var rr CampaignResponse
-		req := Request{Method: http.MethodPost, Path: r.path(pathRenew),
+		var rr campaignResponse
+		req := request{Method: http.MethodPost, Path: r.path(pathRenew),
 			Body: renewBody(t.token, r.ttlSeconds()), Accepted: []int{http.StatusOK}}
-		_, f, o, err := r.api.call(t.safety, true, req, func(b []byte) (err error) { rr, err = DecodeCampaignResponse(b); return err })
+		_, f, o, err := r.api.call(t.safety, true, req, func(b []byte) (err error) { rr, err = decodeCampaignResponse(b); return err })
 		if code, done, err := settled(o, err, t.shutdown, t.uncertainErr); done {
 			return code, true, err
 		}
@@ -365,7 +365,7 @@ func (t *electionTerm) renew() (code int, done bool, err error) {
 			return t.uncertain(), true, nil
 		case f == nil:
 			return t.renewed(start, rr)
-		case f.ProvesLoss():
+		case f.provesLoss():
 			r.diag(f)
 			return t.lost(f.Code), true, nil
 		}
@@ -389,7 +389,7 @@ func (t *electionTerm) renew() (code int, done bool, err error) {
 
 // renewed checks a renewal answer and moves the schedule on from start, the
 // renew request's start.
-func (t *electionTerm) renewed(start Instant, rr CampaignResponse) (int, bool, error) {
+func (t *electionTerm) renewed(start Instant, rr campaignResponse) (int, bool, error) {
 	h := t.r.h
 	if rr.Status != ElectionStatusLeader || rr.ElectionID != h.ElectionID ||
 		rr.Leader.CandidateID != h.Candidate || rr.Leader.Term != t.term {
@@ -443,5 +443,5 @@ func (t *electionTerm) shutdown() (int, error) {
 	} else {
 		r.em.Emit(events.Uncertain, Fields{Term: &t.term, Reason: ReasonReleaseUnconfirmed})
 	}
-	return r.w.SignalExit(), nil
+	return r.w.signalExit(), nil
 }

@@ -7,34 +7,34 @@ import (
 	"time"
 )
 
-// ElectionLeader is the leader object of campaign/renew/status bodies
+// electionLeader is the leader object of campaign/renew/status bodies
 // (docs/protocol.md "Campaign").
-type ElectionLeader struct {
+type electionLeader struct {
 	CandidateID string
 	Term        uint64
 	ExpiresAt   time.Time
 }
 
-// ElectionStatusLeader and ElectionStatusFollower are the two tags a campaign
+// ElectionStatusLeader and electionStatusFollower are the two tags a campaign
 // or renew success can carry (docs/protocol.md "Campaign", "Election renew").
 const (
 	ElectionStatusLeader   = "leader"
-	ElectionStatusFollower = "follower"
+	electionStatusFollower = "follower"
 )
 
-// CampaignResponse is a decoded 200 from campaign or renew. For a leader,
+// campaignResponse is a decoded 200 from campaign or renew. For a leader,
 // LeaderToken and RenewAfterMS are set; for a follower, RetryAfterMS is.
-type CampaignResponse struct {
+type campaignResponse struct {
 	Status       string
 	ElectionID   string
-	Leader       ElectionLeader
+	Leader       electionLeader
 	LeaderToken  string
 	RenewAfterMS uint64
 	RetryAfterMS uint64
 }
 
-// ResignResponse is a decoded 200 from resign (docs/protocol.md "Resign").
-type ResignResponse struct {
+// resignResponse is a decoded 200 from resign (docs/protocol.md "Resign").
+type resignResponse struct {
 	ElectionID   string
 	Status       string
 	PreviousTerm uint64
@@ -57,77 +57,77 @@ type wireCampaign struct {
 
 func missingField(name string) error { return fmt.Errorf("missing field `%s`", name) }
 
-// DecodeCampaignResponse decodes a campaign or renew success strictly, as the
+// decodeCampaignResponse decodes a campaign or renew success strictly, as the
 // upstream serde types do (docs/protocol.md "Response handling" step 4):
 // unknown fields are ignored, but a missing required field, a wrong type, a
 // negative number or an unknown status tag is an error.
-func DecodeCampaignResponse(body []byte) (CampaignResponse, error) {
+func decodeCampaignResponse(body []byte) (campaignResponse, error) {
 	var w wireCampaign
 	if err := json.Unmarshal(body, &w); err != nil {
-		return CampaignResponse{}, err
+		return campaignResponse{}, err
 	}
 	if w.Status == nil {
-		return CampaignResponse{}, missingField("status")
+		return campaignResponse{}, missingField("status")
 	}
-	var r CampaignResponse
+	var r campaignResponse
 	r.Status = *w.Status
 	switch r.Status {
-	case ElectionStatusLeader, ElectionStatusFollower:
+	case ElectionStatusLeader, electionStatusFollower:
 	default:
-		return CampaignResponse{}, fmt.Errorf("unknown variant `%s`, expected `leader` or `follower`", r.Status)
+		return campaignResponse{}, fmt.Errorf("unknown variant `%s`, expected `leader` or `follower`", r.Status)
 	}
 	if w.ElectionID == nil {
-		return CampaignResponse{}, missingField("election_id")
+		return campaignResponse{}, missingField("election_id")
 	}
 	r.ElectionID = *w.ElectionID
 	if w.Leader == nil {
-		return CampaignResponse{}, missingField("leader")
+		return campaignResponse{}, missingField("leader")
 	}
 	switch {
 	case w.Leader.CandidateID == nil:
-		return CampaignResponse{}, missingField("candidate_id")
+		return campaignResponse{}, missingField("candidate_id")
 	case w.Leader.Term == nil:
-		return CampaignResponse{}, missingField("term")
+		return campaignResponse{}, missingField("term")
 	case w.Leader.ExpiresAt == nil:
-		return CampaignResponse{}, missingField("expires_at")
+		return campaignResponse{}, missingField("expires_at")
 	}
-	r.Leader = ElectionLeader{CandidateID: *w.Leader.CandidateID, Term: *w.Leader.Term, ExpiresAt: *w.Leader.ExpiresAt}
+	r.Leader = electionLeader{CandidateID: *w.Leader.CandidateID, Term: *w.Leader.Term, ExpiresAt: *w.Leader.ExpiresAt}
 	if r.Status == ElectionStatusLeader {
 		if w.LeaderToken == nil {
-			return CampaignResponse{}, missingField("leader_token")
+			return campaignResponse{}, missingField("leader_token")
 		}
 		if w.RenewAfterMS == nil {
-			return CampaignResponse{}, missingField("renew_after_ms")
+			return campaignResponse{}, missingField("renew_after_ms")
 		}
 		r.LeaderToken, r.RenewAfterMS = *w.LeaderToken, *w.RenewAfterMS
 	} else {
 		if w.RetryAfterMS == nil {
-			return CampaignResponse{}, missingField("retry_after_ms")
+			return campaignResponse{}, missingField("retry_after_ms")
 		}
 		r.RetryAfterMS = *w.RetryAfterMS
 	}
 	return r, nil
 }
 
-// DecodeResignResponse decodes a resign success (docs/protocol.md "Resign").
-func DecodeResignResponse(body []byte) (ResignResponse, error) {
+// decodeResignResponse decodes a resign success (docs/protocol.md "Resign").
+func decodeResignResponse(body []byte) (resignResponse, error) {
 	var w struct {
 		ElectionID   *string `json:"election_id"`
 		Status       *string `json:"status"`
 		PreviousTerm *uint64 `json:"previous_term"`
 	}
 	if err := json.Unmarshal(body, &w); err != nil {
-		return ResignResponse{}, err
+		return resignResponse{}, err
 	}
 	switch {
 	case w.ElectionID == nil:
-		return ResignResponse{}, missingField("election_id")
+		return resignResponse{}, missingField("election_id")
 	case w.Status == nil:
-		return ResignResponse{}, missingField("status")
+		return resignResponse{}, missingField("status")
 	case w.PreviousTerm == nil:
-		return ResignResponse{}, missingField("previous_term")
+		return resignResponse{}, missingField("previous_term")
 	}
-	return ResignResponse{ElectionID: *w.ElectionID, Status: *w.Status, PreviousTerm: *w.PreviousTerm}, nil
+	return resignResponse{ElectionID: *w.ElectionID, Status: *w.Status, PreviousTerm: *w.PreviousTerm}, nil
 }
 
 // campaignBody and friends build the request bodies of

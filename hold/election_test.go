@@ -150,7 +150,7 @@ func (s *lineSink) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// holdRun is one ElectionHold running in the background.
+// holdRun is one electionHold running in the background.
 // bgRun is a hold running in the background, its stdout collected; the
 // election and lock test runs embed it.
 type bgRun struct {
@@ -162,10 +162,10 @@ type bgRun struct {
 
 type holdRun struct {
 	bgRun
-	hold *ElectionHold
+	hold *electionHold
 }
 
-type holdOpt func(*ElectionHold)
+type holdOpt func(*electionHold)
 
 func startHold(t *testing.T, f *fake, id, candidate string, ttl time.Duration, opts ...holdOpt) *holdRun {
 	t.Helper()
@@ -178,7 +178,7 @@ func startHold(t *testing.T, f *fake, id, candidate string, ttl time.Duration, o
 		t.Fatal(err)
 	}
 	t.Cleanup(c.CloseIdleConnections)
-	h := &ElectionHold{
+	h := &electionHold{
 		Client: c, Clock: SystemClock{}, Jitter: FixedJitter(500),
 		ElectionID: id, Candidate: candidate, TTL: ttl,
 		ShutdownTimeout: 5 * time.Second, Diag: &bytes.Buffer{},
@@ -277,7 +277,7 @@ func (r *holdRun) finish(wantCode int) []string {
 		if ev.Sequence != uint64(i+1) {
 			r.t.Errorf("line %d has sequence %d", i+1, ev.Sequence)
 		}
-		if ev.Server != r.hold.Client.Server().URL {
+		if ev.Server != r.hold.Client.server.URL {
 			r.t.Errorf("server %q", ev.Server)
 		}
 		names = append(names, ev.Event)
@@ -355,7 +355,7 @@ func TestElectionHoldIdentityMismatch(t *testing.T) {
 	id := f.createElection()
 	f.fault(map[string]any{"route": "campaign", "kind": "wrong_candidate", "count": 1})
 	r := startHold(t, f, id, "agent-a", 5*time.Second)
-	m := r.expectNext(events.Uncertain, ReasonAuthorityIdentityMismatch)
+	m := r.expectNext(events.Uncertain, reasonAuthorityIdentityMismatch)
 	if _, ok := m["term"]; ok {
 		t.Error("pre-authority uncertain carries a term")
 	}
@@ -372,7 +372,7 @@ func TestElectionHoldLateInitialAuthority(t *testing.T) {
 	// 0.8 × 5 s = 4 s: the leader answer arrives too late to be authority
 	// (4.5 s of the hold's clock pass while it is in flight).
 	clk := newManualClock()
-	r := startHold(t, f, id, "agent-a", 5*time.Second, withClock(clk), func(h *ElectionHold) {
+	r := startHold(t, f, id, "agent-a", 5*time.Second, withClock(clk), func(h *electionHold) {
 		arriveLate(t, h.Client, clk, pathCampaign, 4500*time.Millisecond)
 	})
 	r.expectNext(events.Uncertain, ReasonInitialAuthorityDeadline)
@@ -385,7 +385,7 @@ func TestElectionHoldAcquireTimeout(t *testing.T) {
 	id := f.createElection()
 	f.post("/elections/"+id+"/campaign", map[string]any{"candidate_id": "other", "ttl_seconds": 30})
 	f.fault(map[string]any{"route": "campaign", "kind": "timing", "retry_after_ms": 150})
-	r := startHold(t, f, id, "agent-a", 5*time.Second, func(h *ElectionHold) { h.AcquireTimeout = durPtr(600 * time.Millisecond) })
+	r := startHold(t, f, id, "agent-a", 5*time.Second, func(h *electionHold) { h.AcquireTimeout = durPtr(600 * time.Millisecond) })
 	r.expectNext(events.Error, ReasonAcquireTimeout, events.Waiting)
 	names := r.finish(ExitAcquireTimeout)
 	if len(names) < 2 || names[0] != events.Waiting {
@@ -397,7 +397,7 @@ func TestElectionHoldAcquireTimeoutZero(t *testing.T) {
 	t.Parallel()
 	f := startFake(t)
 	id := f.createElection()
-	r := startHold(t, f, id, "agent-a", 5*time.Second, func(h *ElectionHold) { h.AcquireTimeout = durPtr(0) })
+	r := startHold(t, f, id, "agent-a", 5*time.Second, func(h *electionHold) { h.AcquireTimeout = durPtr(0) })
 	r.expectNext(events.Error, ReasonAcquireTimeout)
 	sameEvents(t, r.finish(ExitAcquireTimeout), events.Error)
 	if n := f.requests("campaign"); n != 0 {
@@ -410,7 +410,7 @@ func TestElectionHoldAcquireTimeoutDuringCampaign(t *testing.T) {
 	f := startFake(t)
 	id := f.createElection()
 	f.fault(map[string]any{"route": "campaign", "kind": "stall_headers", "count": 1})
-	r := startHold(t, f, id, "agent-a", 5*time.Second, func(h *ElectionHold) { h.AcquireTimeout = durPtr(300 * time.Millisecond) })
+	r := startHold(t, f, id, "agent-a", 5*time.Second, func(h *electionHold) { h.AcquireTimeout = durPtr(300 * time.Millisecond) })
 	r.expectNext(events.Error, ReasonAcquireTimeout)
 	sameEvents(t, r.finish(ExitAcquireTimeout), events.Error)
 }

@@ -38,14 +38,18 @@ func NewEmitter(spec HoldSpec, server string) *Emitter {
 
 // Fields are the per-event optional fields.
 type Fields struct {
+	// Term is the fencing term (lock) or leadership term (election).
 	Term *uint64
 	// FencingKey is set on leader/acquired/renewed by authorities that have
 	// one (etcd); the HTTP and local holds never set it, so their bytes are
 	// upstream's.
 	FencingKey string
-	ExpiresAt  *time.Time
+	// ExpiresAt is the authority's expiry as the authority reported it.
+	ExpiresAt *time.Time
+	// RetryAfter is the server's retry guidance in milliseconds (waiting).
 	RetryAfter *uint64
-	Reason     string
+	// Reason is the reason_code: why a waiting, lost or uncertain happened.
+	Reason string
 	// Authority is set on leader, acquired and renewed: its wall sample is
 	// also the line's observed_at.
 	Authority *AuthorityObservation

@@ -23,11 +23,11 @@ const (
 // a *UsageError (exit 64) whose Error() is the exact upstream message; the
 // sentinel lets callers and tests tell the classes apart without string matching.
 var (
-	ErrInvalidTTL          = errors.New("invalid TTL")
-	ErrInvalidCandidate    = errors.New("invalid candidate")
-	ErrInvalidDuration     = errors.New("invalid duration")
-	ErrZeroTimeout         = errors.New("zero timeout")
-	ErrNoLockServer        = errors.New("no lock server")
+	errInvalidTTL          = errors.New("invalid TTL")
+	errInvalidCandidate    = errors.New("invalid candidate")
+	errInvalidDuration     = errors.New("invalid duration")
+	errZeroTimeout         = errors.New("zero timeout")
+	errNoLockServer        = errors.New("no lock server")
 	ErrInvalidServerURL    = errors.New("invalid server URL")
 	ErrServerCredentials   = errors.New("credentials in server URL")
 	ErrServerQuery         = errors.New("query or fragment in server URL")
@@ -47,6 +47,7 @@ type UsageError struct {
 	Cause error
 }
 
+// Error is the message, exactly as upstream prints it after "octostore: ".
 func (e *UsageError) Error() string { return e.Msg }
 
 // Unwrap exposes both the class sentinel and the cause.

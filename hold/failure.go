@@ -11,17 +11,17 @@ import (
 // in isKnownServerCode).
 const (
 	CodeTransportError          = "transport_error"
-	CodeResponseTooLarge        = "response_too_large"
-	CodeInvalidResponse         = "invalid_response"
-	CodeRequestFailed           = "request_failed"
+	codeResponseTooLarge        = "response_too_large"
+	codeInvalidResponse         = "invalid_response"
+	codeRequestFailed           = "request_failed"
 	CodeInternalError           = "internal_error"
-	CodeSessionIdentityMismatch = "session_identity_mismatch"
+	codeSessionIdentityMismatch = "session_identity_mismatch"
 )
 
-// MaxServerRetryDelayMS is the largest retry_after_ms the client believes
+// maxServerRetryDelayMS is the largest retry_after_ms the client believes
 // (docs/protocol.md "Response handling", "Constants"); anything outside
 // 1..=this is "invalid guidance".
-const MaxServerRetryDelayMS = 300_000
+const maxServerRetryDelayMS = 300_000
 
 // isKnownServerCode reports one of the 15 documented stable codes
 // (docs/protocol.md "Error body"). Any other code in an error body is replaced,
@@ -50,7 +50,7 @@ type Failure struct {
 	// Details is the human text for stderr (never contains the request id).
 	Details string
 	// RetryAfterMS is the server's retry guidance, only ever in
-	// 1..=MaxServerRetryDelayMS; 0 means none.
+	// 1..=maxServerRetryDelayMS; 0 means none.
 	RetryAfterMS uint64
 	// RequestID is a validated "req_<32 lowercase hex>" or "".
 	RequestID string
@@ -62,23 +62,26 @@ type Failure struct {
 	Cause error
 }
 
-func (f *Failure) Error() string { return f.Diagnostic() }
+// Error is the diagnostic (details, then the request ID) without any
+// redaction; print DiagnosticRedacting when a secret may be in it.
+func (f *Failure) Error() string { return f.diagnostic() }
 
+// Unwrap is the underlying Go error, so errors.Is sees a context deadline.
 func (f *Failure) Unwrap() error { return f.Cause }
 
-// Diagnostic is the stderr text after "octostore: ": details, then the request
+// diagnostic is the stderr text after "octostore: ": details, then the request
 // id when one is known.
-func (f *Failure) Diagnostic() string {
+func (f *Failure) diagnostic() string {
 	if f.RequestID != "" {
 		return f.Details + " (request " + f.RequestID + ")"
 	}
 	return f.Details
 }
 
-// DiagnosticRedacting is Diagnostic with every occurrence of secret (the bearer
+// DiagnosticRedacting is diagnostic with every occurrence of secret (the bearer
 // token on lock commands) replaced by "[REDACTED]".
 func (f *Failure) DiagnosticRedacting(secret string) string {
-	return Redact(f.Diagnostic(), secret)
+	return Redact(f.diagnostic(), secret)
 }
 
 // Redact replaces secret in s; an empty secret redacts nothing.
@@ -89,9 +92,9 @@ func Redact(s, secret string) string {
 	return strings.ReplaceAll(s, secret, "[REDACTED]")
 }
 
-// RetryableBeforeAcquire: the failure may be retried (with a waiting event)
+// retryableBeforeAcquire: the failure may be retried (with a waiting event)
 // while no authority is held (docs/protocol.md "Failure classes").
-func (f *Failure) RetryableBeforeAcquire() bool {
+func (f *Failure) retryableBeforeAcquire() bool {
 	if f.Transport || f.Status >= 500 && f.Status <= 599 {
 		return true
 	}
@@ -102,26 +105,26 @@ func (f *Failure) RetryableBeforeAcquire() bool {
 	return false
 }
 
-// ProvesLoss: the server has said the session/lease/leadership is gone or was
+// provesLoss: the server has said the session/lease/leadership is gone or was
 // never ours (docs/protocol.md "Failure classes").
-func (f *Failure) ProvesLoss() bool {
+func (f *Failure) provesLoss() bool {
 	switch f.Code {
 	case "lease_not_current", "not_found", "session_expired", "authentication_failed",
-		"authentication_required", "forbidden", CodeSessionIdentityMismatch, "invalid_input",
+		"authentication_required", "forbidden", codeSessionIdentityMismatch, "invalid_input",
 		"invalid_ttl", "invalid_lock_name":
 		return true
 	}
 	return false
 }
 
-// ClientError reports an HTTP 4xx status.
-func (f *Failure) ClientError() bool { return f.Status >= 400 && f.Status <= 499 }
+// clientError reports an HTTP 4xx status.
+func (f *Failure) clientError() bool { return f.Status >= 400 && f.Status <= 499 }
 
 // ExitCode is the exit status for a non-retryable pre-acquisition failure in a
 // hold (docs/protocol.md "Election hold" step 9, "Lock hold" step 10): 64 when
 // the server answered 4xx, else 70.
 func (f *Failure) ExitCode() int {
-	if f.ClientError() {
+	if f.clientError() {
 		return ExitUsage
 	}
 	return ExitSoftware
@@ -137,12 +140,12 @@ func transportFailure(cause error) *Failure {
 	}
 }
 
-// InvalidSessionIntervalFailure is the failure upstream reports when a session
+// invalidSessionIntervalFailure is the failure upstream reports when a session
 // is created with keepalive_interval_secs outside 1..=30
 // (docs/protocol.md "Lock hold").
-func InvalidSessionIntervalFailure() *Failure {
+func invalidSessionIntervalFailure() *Failure {
 	return &Failure{
-		Code:      CodeInvalidResponse,
+		Code:      codeInvalidResponse,
 		Details:   "server returned keepalive_interval_secs outside 1..=30",
 		Transport: true,
 	}
@@ -190,8 +193,8 @@ func decodeErrorResponse(status int, body []byte, headerID string) *Failure {
 		f.RequestID = *eb.RequestID
 	}
 	if eb.RetryAfterMS != nil {
-		if g := *eb.RetryAfterMS; g < 1 || g > MaxServerRetryDelayMS {
-			f.Code = CodeInvalidResponse
+		if g := *eb.RetryAfterMS; g < 1 || g > maxServerRetryDelayMS {
+			f.Code = codeInvalidResponse
 			f.Details = "server returned invalid retry_after_ms guidance"
 			return f
 		}
@@ -203,7 +206,7 @@ func decodeErrorResponse(status int, body []byte, headerID string) *Failure {
 	case status >= 500 && status <= 599:
 		f.Code = CodeInternalError
 	default:
-		f.Code = CodeRequestFailed
+		f.Code = codeRequestFailed
 	}
 	if eb.Details != nil {
 		f.Details = *eb.Details

@@ -103,7 +103,7 @@ var goldenCases = []goldenCase{
 		retry: 52311, reason: ReasonHeld, observed: "2026-08-02T12:00:00.118204711Z",
 		want: `{"schema_version":1,"sequence":1,"event":"waiting","kind":"lock","name":"repo/octostore/issue-1842","server":"http://127.0.0.1:3000","retry_after_ms":52311,"reason_code":"held","observed_at":"2026-08-02T12:00:00.118204711Z"}`},
 	{name: "lock waiting delayed", kind: events.Lock, target: goldenLock, server: goldenLocal, seq: 2, event: events.Waiting,
-		retry: 4519, reason: ReasonDelayed, observed: "2026-08-02T12:00:10.5Z",
+		retry: 4519, reason: reasonDelayed, observed: "2026-08-02T12:00:10.5Z",
 		want: `{"schema_version":1,"sequence":2,"event":"waiting","kind":"lock","name":"repo/octostore/issue-1842","server":"http://127.0.0.1:3000","retry_after_ms":4519,"reason_code":"delayed","observed_at":"2026-08-02T12:00:10.500Z"}`},
 	{name: "lock acquired", kind: events.Lock, target: goldenLock, server: goldenLocal, seq: 3, event: events.Acquired,
 		term: 42, expires: "2026-08-02T12:02:15.600000123Z", remaining: 23930, contMS: 99500123, observed: "2026-08-02T12:00:15.589012345Z",
@@ -115,7 +115,7 @@ var goldenCases = []goldenCase{
 		term: 42, expires: "2026-08-02T12:02:15.600000123Z", reason: "lease_not_current", observed: "2026-08-02T12:00:31Z",
 		want: `{"schema_version":1,"sequence":5,"event":"lost","kind":"lock","name":"repo/octostore/issue-1842","server":"http://127.0.0.1:3000","term":42,"expires_at":"2026-08-02T12:02:15.600000123Z","reason_code":"lease_not_current","observed_at":"2026-08-02T12:00:31Z"}`},
 	{name: "lock uncertain session deadline", kind: events.Lock, target: goldenLock, server: goldenLocal, seq: 5, event: events.Uncertain,
-		term: 42, expires: "2026-08-02T12:02:15Z", reason: ReasonSessionConfirmationDeadline, observed: "2026-08-02T12:00:39.589012Z",
+		term: 42, expires: "2026-08-02T12:02:15Z", reason: reasonSessionConfirmationDeadline, observed: "2026-08-02T12:00:39.589012Z",
 		want: `{"schema_version":1,"sequence":5,"event":"uncertain","kind":"lock","name":"repo/octostore/issue-1842","server":"http://127.0.0.1:3000","term":42,"expires_at":"2026-08-02T12:02:15Z","reason_code":"session_confirmation_deadline_exceeded","observed_at":"2026-08-02T12:00:39.589012Z"}`},
 	{name: "lock released", kind: events.Lock, target: goldenLock, server: goldenLocal, seq: 5, event: events.Released,
 		term: 42, reason: ReasonSignal, observed: "2026-08-02T12:00:35.001Z",
@@ -128,7 +128,7 @@ var goldenCases = []goldenCase{
 		term: 42, reason: ReasonReleaseUnconfirmed, observed: "2026-08-02T12:00:35.000100Z",
 		want: `{"schema_version":1,"sequence":5,"event":"uncertain","kind":"lock","name":"repo/octostore/issue-1842","server":"http://127.0.0.1:3000","term":42,"reason_code":"release_unconfirmed","observed_at":"2026-08-02T12:00:35.000100Z"}`},
 	{name: "lock uncertain pre-authority keepalive mismatch", kind: events.Lock, target: goldenLock, server: goldenLocal, seq: 2, event: events.Uncertain,
-		reason: CodeSessionIdentityMismatch, observed: "2026-08-02T12:00:16Z",
+		reason: codeSessionIdentityMismatch, observed: "2026-08-02T12:00:16Z",
 		want: `{"schema_version":1,"sequence":2,"event":"uncertain","kind":"lock","name":"repo/octostore/issue-1842","server":"http://127.0.0.1:3000","reason_code":"session_identity_mismatch","observed_at":"2026-08-02T12:00:16Z"}`},
 	{name: "lock error non-retryable code", kind: events.Lock, target: goldenLock, server: goldenLocal, seq: 1, event: events.Error,
 		reason: "lock_limit_exceeded", observed: "2026-08-02T12:00:00.100Z",
@@ -221,7 +221,7 @@ func TestGoldenTimestampWidths(t *testing.T) {
 		// Through the real decode path: a server leader body, then the
 		// leader event built from it.
 		body := fmt.Sprintf(`{"status":"leader","election_id":"ROOM","leader":{"candidate_id":"a","term":7,"expires_at":%q},"leader_token":"x","renew_after_ms":1}`, c.in)
-		cr, err := DecodeCampaignResponse([]byte(body))
+		cr, err := decodeCampaignResponse([]byte(body))
 		require.NoError(t, err)
 		var out writeRecorder
 		cand := "a"

@@ -14,7 +14,7 @@ type HTTPAuthority struct {
 	token  string
 	// DefaultServer says the client's server is the hosted default, named by
 	// neither --server nor OCTOSTORE_URL: an election hold that cannot reach
-	// it then says so once (ElectionHold.DefaultServer).
+	// it then says so once (electionHold.DefaultServer).
 	DefaultServer bool
 }
 
@@ -27,18 +27,18 @@ func NewHTTPAuthority(c *Client, token string) *HTTPAuthority {
 }
 
 // Server implements Authority.
-func (a *HTTPAuthority) Server() string { return a.client.Server().URL }
+func (a *HTTPAuthority) Server() string { return a.client.server.URL }
 
-// Hold implements Authority: an ElectionHold or a LockHold run with spec.
+// Hold implements Authority: an electionHold or a lockHold run with spec.
 func (a *HTTPAuthority) Hold(ctx context.Context, spec HoldSpec, signals <-chan os.Signal) int {
 	switch spec.Kind {
 	case KindElection:
-		h := &ElectionHold{Client: a.client, Clock: spec.Clock, Jitter: spec.Jitter, ElectionID: spec.Name,
+		h := &electionHold{Client: a.client, Clock: spec.Clock, Jitter: spec.Jitter, ElectionID: spec.Name,
 			Candidate: spec.Candidate, TTL: spec.TTL, AcquireTimeout: spec.AcquireTimeout,
 			ShutdownTimeout: spec.ShutdownTimeout, Out: spec.Out, Diag: spec.Diag, DefaultServer: a.DefaultServer}
 		return h.Run(ctx, signals)
 	case KindLock:
-		h := &LockHold{Client: a.client, Clock: spec.Clock, Jitter: spec.Jitter, Name: spec.Name, TTL: spec.TTL,
+		h := &lockHold{Client: a.client, Clock: spec.Clock, Jitter: spec.Jitter, Name: spec.Name, TTL: spec.TTL,
 			Token: a.token, AcquireTimeout: spec.AcquireTimeout, ShutdownTimeout: spec.ShutdownTimeout,
 			Out: spec.Out, Diag: spec.Diag}
 		return h.Run(ctx, signals)
@@ -52,7 +52,7 @@ func (a *HTTPAuthority) Hold(ctx context.Context, spec HoldSpec, signals <-chan 
 
 // CreateElection implements Authority (POST /elections).
 func (a *HTTPAuthority) CreateElection(ctx context.Context) (ElectionCreated, error) {
-	room, err := CreateElection(ctx, a.client)
+	room, err := createElection(ctx, a.client)
 	return room, a.safe(err)
 }
 
@@ -60,13 +60,13 @@ func (a *HTTPAuthority) CreateElection(ctx context.Context) (ElectionCreated, er
 // read as the failure's diagnostic with the token redacted (safe).
 func (a *HTTPAuthority) Status(ctx context.Context, kind Kind, name string) (Report, error) {
 	if kind == KindLock {
-		st, err := GetLockStatus(ctx, a.client, name, a.token)
+		st, err := getLockStatus(ctx, a.client, name, a.token)
 		if err != nil {
 			return nil, a.safe(err)
 		}
 		return lockReport{st: st, token: a.token, server: a.Server()}, nil
 	}
-	st, err := GetElectionStatus(ctx, a.client, name)
+	st, err := getElectionStatus(ctx, a.client, name)
 	if err != nil {
 		return nil, a.safe(err)
 	}
@@ -75,7 +75,7 @@ func (a *HTTPAuthority) Status(ctx context.Context, kind Kind, name string) (Rep
 
 // Watch implements Authority (`… watch`, docs/protocol.md "Watch").
 func (a *HTTPAuthority) Watch(ctx context.Context, spec WatchSpec, signals <-chan os.Signal) int {
-	w := &Watch{Client: a.client, Kind: spec.Kind, Name: spec.Name, JSON: spec.JSON, Out: spec.Out, Diag: spec.Diag}
+	w := &watch{Client: a.client, Kind: spec.Kind, Name: spec.Name, JSON: spec.JSON, Out: spec.Out, Diag: spec.Diag}
 	if spec.Kind == KindLock {
 		w.Token = a.token
 	}

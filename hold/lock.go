@@ -15,19 +15,19 @@ import (
 // Reason codes only the lock hold produces (docs/protocol.md "Events").
 const (
 	ReasonHeld                        = "held"
-	ReasonDelayed                     = "delayed"
+	reasonDelayed                     = "delayed"
 	ReasonLeaseChanged                = "lease_changed"
-	ReasonSessionConfirmationDeadline = "session_confirmation_deadline_exceeded"
+	reasonSessionConfirmationDeadline = "session_confirmation_deadline_exceeded"
 )
 
 // maxKeepaliveIntervalSecs bounds the server's keepalive_interval_secs
 // (docs/protocol.md "Lock hold").
 const maxKeepaliveIntervalSecs = 30
 
-// LockHold is `octostore lock hold --json` (docs/protocol.md "Lock hold"). All
+// lockHold is `octostore lock hold --json` (docs/protocol.md "Lock hold"). All
 // fields are inputs; validation (docs/protocol.md "Local validation") and
 // loading the token (LoadToken) are the caller's job.
-type LockHold struct {
+type lockHold struct {
 	Client *Client
 	Clock  Clock
 	Jitter Jitter
@@ -45,13 +45,13 @@ type LockHold struct {
 	Out, Diag       io.Writer
 }
 
-// lockRun is one LockHold.Run. Like etcd's concurrency.Election over a
+// lockRun is one lockHold.Run. Like etcd's concurrency.Election over a
 // *Session, it composes two leases the server grants: the session (Phase A
 // creates it, keepalives confirm it, every exit deletes it) and the lock's
 // lease held through it (Phase B acquires it, Phase C renews it, a signal
 // releases it). Authority is the earlier of the two deadlines.
 type lockRun struct {
-	h     *LockHold
+	h     *lockHold
 	w     *Waiter
 	api   caller
 	em    *Emitter
@@ -62,7 +62,7 @@ type lockRun struct {
 
 // session is the lock session (docs/protocol.md "Lock hold" Phase A): its
 // keepalives are due every interval, and each confirmation bounds authority
-// by SessionConfirmation from the keepalive's start.
+// by sessionConfirmation from the keepalive's start.
 type session struct {
 	r        *lockRun
 	id       string
@@ -85,12 +85,12 @@ type lease struct {
 
 // Run executes the hold and returns the exit status
 // (docs/protocol.md "Exit codes"): 11, 20, 64, 70, 130 or 143; never 0. Signals
-// and ctx behave as for ElectionHold.Run.
-func (h *LockHold) Run(ctx context.Context, signals <-chan os.Signal) int {
+// and ctx behave as for electionHold.Run.
+func (h *lockHold) Run(ctx context.Context, signals <-chan os.Signal) int {
 	defaults(&h.Clock, &h.Jitter, &h.Diag, &h.Out)
 	w := &Waiter{Clock: h.Clock, Signals: signals, Ctx: ctx}
 	r := &lockRun{h: h, w: w, api: caller{client: h.Client, w: w},
-		em: NewEmitter(h.spec(), h.Client.Server().URL), acq: newAcquireBound(h.Clock, h.AcquireTimeout)}
+		em: NewEmitter(h.spec(), h.Client.server.URL), acq: newAcquireBound(h.Clock, h.AcquireTimeout)}
 	r.sess.r, r.lease.r = r, r
 	code, err := r.run()
 	if err != nil {
@@ -101,7 +101,7 @@ func (h *LockHold) Run(ctx context.Context, signals <-chan os.Signal) int {
 }
 
 // spec is the HoldSpec this hold runs.
-func (h *LockHold) spec() HoldSpec {
+func (h *lockHold) spec() HoldSpec {
 	return HoldSpec{Kind: KindLock, Name: h.Name, TTL: h.TTL, AcquireTimeout: h.AcquireTimeout,
 		ShutdownTimeout: h.ShutdownTimeout, Clock: h.Clock, Jitter: h.Jitter, Out: h.Out, Diag: h.Diag}
 }
@@ -112,7 +112,7 @@ func (r *lockRun) redact(s string) string {
 }
 
 func (r *lockRun) diagf(f *Failure) {
-	fmt.Fprintf(r.h.Diag, "octostore: %s\n", r.redact(f.Diagnostic()))
+	fmt.Fprintf(r.h.Diag, "octostore: %s\n", r.redact(f.diagnostic()))
 }
 
 func (r *lockRun) ttlSeconds() uint64 { return uint64(r.h.TTL / time.Second) }
@@ -120,8 +120,8 @@ func (r *lockRun) ttlSeconds() uint64 { return uint64(r.h.TTL / time.Second) }
 func (r *lockRun) lockPath(suffix string) string { return "/locks/" + EncodeSegment(r.h.Name) + suffix }
 
 // request is an authenticated request of this hold.
-func (r *lockRun) request(method, path string, body []byte, accepted ...int) Request {
-	return Request{Method: method, Path: path, Body: body, Bearer: r.h.Token, Accepted: accepted}
+func (r *lockRun) request(method, path string, body []byte, accepted ...int) request {
+	return request{Method: method, Path: path, Body: body, Bearer: r.h.Token, Accepted: accepted}
 }
 
 func (r *lockRun) waiting(delay time.Duration, reason string) {
@@ -154,7 +154,7 @@ func (r *lockRun) uncertainPre(reason string) (int, error) {
 	return r.finishAfter(ExitLost)
 }
 
-func (r *lockRun) signalled() (int, error) { return r.finishAfter(r.w.SignalExit()) }
+func (r *lockRun) signalled() (int, error) { return r.finishAfter(r.w.signalExit()) }
 
 func (r *lockRun) run() (int, error) {
 	if code, done, err := r.createSession(); done || err != nil {
@@ -164,28 +164,28 @@ func (r *lockRun) run() (int, error) {
 }
 
 // create asks for a session, bounded by d.
-func (s *session) create(d Deadline) (SessionCreateResponse, *Failure, Outcome, error) {
-	var sr SessionCreateResponse
+func (s *session) create(d Deadline) (sessionCreateResponse, *Failure, Outcome, error) {
+	var sr sessionCreateResponse
 	req := s.r.request(http.MethodPost, "/sessions", sessionCreateBody(), http.StatusCreated)
-	_, f, o, err := s.r.api.call(d, true, req, func(b []byte) (err error) { sr, err = DecodeSessionCreateResponse(b); return err })
+	_, f, o, err := s.r.api.call(d, true, req, func(b []byte) (err error) { sr, err = decodeSessionCreateResponse(b); return err })
 	return sr, f, o, err
 }
 
 // keepalive confirms the session, bounded by d, and re-anchors its deadlines
 // on the request's start.
 func (s *session) keepalive(d Deadline) (*Failure, Outcome, error) {
-	var kr KeepaliveResponse
+	var kr keepaliveResponse
 	req := s.r.request(http.MethodPost, s.path()+"/keepalive", nil, http.StatusOK)
 	start, err := Now(s.r.h.Clock)
 	if err != nil {
 		return nil, DeadlineReached, err
 	}
-	_, f, o, err := s.r.api.call(d, true, req, func(b []byte) (err error) { kr, err = DecodeKeepaliveResponse(b); return err })
+	_, f, o, err := s.r.api.call(d, true, req, func(b []byte) (err error) { kr, err = decodeKeepaliveResponse(b); return err })
 	if err != nil || o != Done || f != nil {
 		return f, o, err
 	}
 	if kr.SessionID != s.id {
-		return &Failure{Status: http.StatusOK, Code: CodeSessionIdentityMismatch,
+		return &Failure{Status: http.StatusOK, Code: codeSessionIdentityMismatch,
 			Details: "server confirmed a different session"}, Done, nil
 	}
 	return nil, Done, s.anchor(start)
@@ -196,7 +196,7 @@ func (s *session) anchor(start Instant) error {
 	if err != nil {
 		return err
 	}
-	sd, err := SessionConfirmation(start)
+	sd, err := sessionConfirmation(start)
 	if err != nil {
 		return err
 	}
@@ -249,7 +249,7 @@ func (r *lockRun) createSession() (code int, done bool, err error) {
 		case err != nil:
 			return 0, true, err
 		case o == Signalled:
-			return r.w.SignalExit(), true, nil
+			return r.w.signalExit(), true, nil
 		case o == DeadlineReached:
 			r.em.Emit(events.Error, Fields{Reason: ReasonAcquireTimeout})
 			return ExitAcquireTimeout, true, nil
@@ -257,27 +257,27 @@ func (r *lockRun) createSession() (code int, done bool, err error) {
 			return r.sessionCreated(start, sr)
 		}
 		r.diagf(f)
-		if !f.RetryableBeforeAcquire() {
+		if !f.retryableBeforeAcquire() {
 			return ExitSoftware, true, nil
 		}
-		delay := WaitDelay(f, attempt, r.h.Jitter())
+		delay := waitDelay(f, attempt, r.h.Jitter())
 		r.waiting(delay, f.Code)
 		d, err := within(clock, delay)
 		if err != nil {
 			return 0, true, err
 		}
 		if o, err := r.w.Sleep(r.acq.cap(d), true); err != nil || o == Signalled {
-			return r.w.SignalExit(), true, err
+			return r.w.signalExit(), true, err
 		}
 	}
 }
 
 // sessionCreated checks the new session's keepalive interval and anchors its
 // deadlines on start, the create request's start.
-func (r *lockRun) sessionCreated(start Instant, sr SessionCreateResponse) (int, bool, error) {
+func (r *lockRun) sessionCreated(start Instant, sr sessionCreateResponse) (int, bool, error) {
 	r.sess.id = sr.SessionID
 	if sr.KeepaliveIntervalSecs < 1 || sr.KeepaliveIntervalSecs > maxKeepaliveIntervalSecs {
-		r.diagf(InvalidSessionIntervalFailure())
+		r.diagf(invalidSessionIntervalFailure())
 		code, err := r.finishAfter(ExitSoftware)
 		return code, true, err
 	}
@@ -296,7 +296,7 @@ func (r *lockRun) acquireLoop() (int, error) {
 		case r.acq.reached(clock):
 			return r.acquireTimeout()
 		case r.sess.confirmed.Reached(clock):
-			return r.uncertainPre(ReasonSessionConfirmationDeadline)
+			return r.uncertainPre(reasonSessionConfirmationDeadline)
 		case r.sess.nextKeepalive.Reached(clock):
 			if code, done, err := r.keepaliveBeforeAcquire(&attempt); done || err != nil {
 				return code, err
@@ -344,17 +344,17 @@ func (r *lockRun) keepaliveBeforeAcquire(attempt *uint32) (int, bool, error) {
 	case f == nil:
 		*attempt = 0
 		return 0, false, nil
-	case f.ProvesLoss():
+	case f.provesLoss():
 		r.diagf(f)
 		code, err := r.uncertainPre(f.Code)
 		return code, true, err
-	case !f.RetryableBeforeAcquire():
+	case !f.retryableBeforeAcquire():
 		r.diagf(f)
 		code, err := r.finishAfter(ExitSoftware)
 		return code, true, err
 	}
 	r.diagf(f)
-	delay := WaitDelay(f, *attempt, r.h.Jitter())
+	delay := waitDelay(f, *attempt, r.h.Jitter())
 	*attempt++
 	r.waiting(delay, f.Code)
 	d, err := within(r.h.Clock, delay)
@@ -369,11 +369,11 @@ func (r *lockRun) keepaliveBeforeAcquire(attempt *uint32) (int, bool, error) {
 }
 
 // acquire asks for the lease, bounded by d.
-func (l *lease) acquire(d Deadline) (AcquireResponse, *Failure, Outcome, error) {
-	var ar AcquireResponse
+func (l *lease) acquire(d Deadline) (acquireResponse, *Failure, Outcome, error) {
+	var ar acquireResponse
 	req := l.r.request(http.MethodPost, l.r.lockPath("/acquire"), acquireBody(l.r.sess.id, l.r.ttlSeconds()),
 		http.StatusOK, http.StatusConflict)
-	_, f, o, err := l.r.api.call(d, true, req, func(b []byte) (err error) { ar, err = DecodeAcquireResponse(b); return err })
+	_, f, o, err := l.r.api.call(d, true, req, func(b []byte) (err error) { ar, err = decodeAcquireResponse(b); return err })
 	return ar, f, o, err
 }
 
@@ -404,8 +404,8 @@ func (r *lockRun) tryAcquire(attempt *uint32) (code int, done bool, retryAt *Dea
 	case r.acq.reached(clock):
 		code, err = r.acquireTimeout()
 	case r.sess.confirmed.Reached(clock):
-		code, err = r.uncertainPre(ReasonSessionConfirmationDeadline)
-	case f == nil && ar.Status == LockStatusAcquired:
+		code, err = r.uncertainPre(reasonSessionConfirmationDeadline)
+	case f == nil && ar.Status == lockStatusAcquired:
 		code, err = r.acquired(start, initial, ar)
 	default:
 		return r.acquireRetry(f, ar, attempt)
@@ -415,19 +415,19 @@ func (r *lockRun) tryAcquire(attempt *uint32) (code int, done bool, retryAt *Dea
 
 // acquireRetry reports an acquire that did not grant the lease and schedules
 // the next one.
-func (r *lockRun) acquireRetry(f *Failure, ar AcquireResponse, attempt *uint32) (int, bool, *Deadline, error) {
+func (r *lockRun) acquireRetry(f *Failure, ar acquireResponse, attempt *uint32) (int, bool, *Deadline, error) {
 	var delay time.Duration
 	var reason string
 	switch {
 	case f == nil:
-		delay = GuidedWaitDelay(ar.RetryAfterMS, r.h.Jitter())
+		delay = guidedWaitDelay(ar.RetryAfterMS, r.h.Jitter())
 		reason = ReasonHeld
-		if ar.Status == LockStatusDelayed {
-			reason = ReasonDelayed
+		if ar.Status == lockStatusDelayed {
+			reason = reasonDelayed
 		}
-	case f.RetryableBeforeAcquire():
+	case f.retryableBeforeAcquire():
 		r.diagf(f)
-		delay, reason = WaitDelay(f, *attempt, r.h.Jitter()), f.Code
+		delay, reason = waitDelay(f, *attempt, r.h.Jitter()), f.Code
 	default:
 		r.diagf(f)
 		if err := r.sess.deleteWithin(r.h.ShutdownTimeout); err != nil {
@@ -447,7 +447,7 @@ func (r *lockRun) acquireRetry(f *Failure, ar AcquireResponse, attempt *uint32) 
 
 // acquired turns a granted lease into authority, bounded by both the
 // lease's initial deadline and the session's confirmation, and holds it.
-func (r *lockRun) acquired(start Instant, initial Deadline, ar AcquireResponse) (int, error) {
+func (r *lockRun) acquired(start Instant, initial Deadline, ar acquireResponse) (int, error) {
 	clock := r.h.Clock
 	r.lease.id = ar.LeaseID
 	if initial.Reached(clock) {
@@ -456,8 +456,8 @@ func (r *lockRun) acquired(start Instant, initial Deadline, ar AcquireResponse) 
 	obs, err := ObserveAuthority(clock, initial.Min(r.sess.confirmed))
 	if errors.Is(err, ErrBudgetExhausted) {
 		reason := ReasonInitialAuthorityDeadline
-		if r.sess.confirmed.NoLaterThan(initial) {
-			reason = ReasonSessionConfirmationDeadline
+		if r.sess.confirmed.noLaterThan(initial) {
+			reason = reasonSessionConfirmationDeadline
 		}
 		return r.uncertainPre(reason)
 	}
@@ -578,7 +578,7 @@ func (r *lockRun) heldStep(f *Failure, o Outcome, err error) (due bool, code int
 		return true, code, true, err
 	case f == nil:
 		return false, 0, false, nil
-	case f.ProvesLoss():
+	case f.provesLoss():
 		r.diagf(f)
 		code, err = r.lost(f.Code)
 		return true, code, true, err
@@ -596,9 +596,9 @@ func (l *lease) renew(d Deadline) (lost bool, f *Failure, o Outcome, err error) 
 	if err != nil {
 		return false, nil, DeadlineReached, err
 	}
-	var rr LockRenewResponse
+	var rr lockRenewResponse
 	req := l.r.request(http.MethodPost, l.r.lockPath("/renew"), lockRenewBody(l.id, l.r.ttlSeconds()), http.StatusOK)
-	_, f, o, err = l.r.api.call(d, true, req, func(b []byte) (err error) { rr, err = DecodeLockRenewResponse(b); return err })
+	_, f, o, err = l.r.api.call(d, true, req, func(b []byte) (err error) { rr, err = decodeLockRenewResponse(b); return err })
 	// An answer that came after authority ended is judged by the caller's
 	// deadline check, before its content.
 	if err != nil || o != Done || f != nil || d.Reached(h.Clock) {
@@ -629,8 +629,8 @@ func (r *lockRun) renewed() (int, bool, error) {
 
 func (r *lockRun) uncertainHeld() (int, error) {
 	reason := ReasonRenewalDeadlineExceeded
-	if r.sess.confirmed.NoLaterThan(r.lease.safety) {
-		reason = ReasonSessionConfirmationDeadline
+	if r.sess.confirmed.noLaterThan(r.lease.safety) {
+		reason = reasonSessionConfirmationDeadline
 	}
 	exp := r.lease.expires
 	r.em.Emit(events.Uncertain, Fields{Term: &r.lease.term, ExpiresAt: &exp, Reason: reason})
@@ -679,5 +679,5 @@ func (r *lockRun) shutdown() (int, error) {
 	} else {
 		r.em.Emit(events.Uncertain, Fields{Term: &r.lease.term, Reason: ReasonReleaseUnconfirmed})
 	}
-	return r.w.SignalExit(), nil
+	return r.w.signalExit(), nil
 }

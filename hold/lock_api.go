@@ -8,29 +8,29 @@ import (
 
 // Lock acquire status tags (docs/protocol.md "Acquire").
 const (
-	LockStatusAcquired = "acquired"
+	lockStatusAcquired = "acquired"
 	LockStatusHeld     = "held"
-	LockStatusDelayed  = "delayed"
+	lockStatusDelayed  = "delayed"
 )
 
-// SessionCreateResponse is a decoded 201 from POST /sessions
+// sessionCreateResponse is a decoded 201 from POST /sessions
 // (docs/protocol.md "Sessions").
-type SessionCreateResponse struct {
+type sessionCreateResponse struct {
 	SessionID             string
 	ExpiresAt             time.Time
 	KeepaliveIntervalSecs uint64
 }
 
-// KeepaliveResponse is a decoded 200 from POST /sessions/{id}/keepalive.
-type KeepaliveResponse struct {
+// keepaliveResponse is a decoded 200 from POST /sessions/{id}/keepalive.
+type keepaliveResponse struct {
 	SessionID string
 	ExpiresAt time.Time
 }
 
-// AcquireResponse is a decoded acquire answer (200 acquired/held, 409
+// acquireResponse is a decoded acquire answer (200 acquired/held, 409
 // delayed). For acquired, LeaseID, FencingToken, ExpiresAt and RenewAfterMS
 // are set; for held and delayed, RetryAfterMS is.
-type AcquireResponse struct {
+type acquireResponse struct {
 	Status       string
 	LeaseID      string
 	FencingToken uint64
@@ -39,55 +39,55 @@ type AcquireResponse struct {
 	RetryAfterMS uint64
 }
 
-// LockRenewResponse is a decoded 200 from POST /locks/{name}/renew
+// lockRenewResponse is a decoded 200 from POST /locks/{name}/renew
 // (docs/protocol.md "Lock renew").
-type LockRenewResponse struct {
+type lockRenewResponse struct {
 	LeaseID      string
 	ExpiresAt    time.Time
 	RenewAfterMS uint64
 }
 
-// DecodeSessionCreateResponse decodes a session creation success strictly.
-func DecodeSessionCreateResponse(body []byte) (SessionCreateResponse, error) {
+// decodeSessionCreateResponse decodes a session creation success strictly.
+func decodeSessionCreateResponse(body []byte) (sessionCreateResponse, error) {
 	var w struct {
 		SessionID *string    `json:"session_id"`
 		ExpiresAt *time.Time `json:"expires_at"`
 		Interval  *uint64    `json:"keepalive_interval_secs"`
 	}
 	if err := json.Unmarshal(body, &w); err != nil {
-		return SessionCreateResponse{}, err
+		return sessionCreateResponse{}, err
 	}
 	switch {
 	case w.SessionID == nil:
-		return SessionCreateResponse{}, missingField("session_id")
+		return sessionCreateResponse{}, missingField("session_id")
 	case w.ExpiresAt == nil:
-		return SessionCreateResponse{}, missingField("expires_at")
+		return sessionCreateResponse{}, missingField("expires_at")
 	case w.Interval == nil:
-		return SessionCreateResponse{}, missingField("keepalive_interval_secs")
+		return sessionCreateResponse{}, missingField("keepalive_interval_secs")
 	}
-	return SessionCreateResponse{SessionID: *w.SessionID, ExpiresAt: *w.ExpiresAt, KeepaliveIntervalSecs: *w.Interval}, nil
+	return sessionCreateResponse{SessionID: *w.SessionID, ExpiresAt: *w.ExpiresAt, KeepaliveIntervalSecs: *w.Interval}, nil
 }
 
-// DecodeKeepaliveResponse decodes a keepalive success strictly.
-func DecodeKeepaliveResponse(body []byte) (KeepaliveResponse, error) {
+// decodeKeepaliveResponse decodes a keepalive success strictly.
+func decodeKeepaliveResponse(body []byte) (keepaliveResponse, error) {
 	var w struct {
 		SessionID *string    `json:"session_id"`
 		ExpiresAt *time.Time `json:"expires_at"`
 	}
 	if err := json.Unmarshal(body, &w); err != nil {
-		return KeepaliveResponse{}, err
+		return keepaliveResponse{}, err
 	}
 	switch {
 	case w.SessionID == nil:
-		return KeepaliveResponse{}, missingField("session_id")
+		return keepaliveResponse{}, missingField("session_id")
 	case w.ExpiresAt == nil:
-		return KeepaliveResponse{}, missingField("expires_at")
+		return keepaliveResponse{}, missingField("expires_at")
 	}
-	return KeepaliveResponse{SessionID: *w.SessionID, ExpiresAt: *w.ExpiresAt}, nil
+	return keepaliveResponse{SessionID: *w.SessionID, ExpiresAt: *w.ExpiresAt}, nil
 }
 
-// DecodeAcquireResponse decodes an acquire answer by its status tag.
-func DecodeAcquireResponse(body []byte) (AcquireResponse, error) {
+// decodeAcquireResponse decodes an acquire answer by its status tag.
+func decodeAcquireResponse(body []byte) (acquireResponse, error) {
 	var w struct {
 		Status       *string    `json:"status"`
 		LeaseID      *string    `json:"lease_id"`
@@ -99,68 +99,68 @@ func DecodeAcquireResponse(body []byte) (AcquireResponse, error) {
 		RetryAfterMS *uint64    `json:"retry_after_ms"`
 	}
 	if err := json.Unmarshal(body, &w); err != nil {
-		return AcquireResponse{}, err
+		return acquireResponse{}, err
 	}
 	if w.Status == nil {
-		return AcquireResponse{}, missingField("status")
+		return acquireResponse{}, missingField("status")
 	}
-	r := AcquireResponse{Status: *w.Status}
+	r := acquireResponse{Status: *w.Status}
 	switch r.Status {
-	case LockStatusAcquired:
+	case lockStatusAcquired:
 		switch {
 		case w.LeaseID == nil:
-			return AcquireResponse{}, missingField("lease_id")
+			return acquireResponse{}, missingField("lease_id")
 		case w.FencingToken == nil:
-			return AcquireResponse{}, missingField("fencing_token")
+			return acquireResponse{}, missingField("fencing_token")
 		case w.ExpiresAt == nil:
-			return AcquireResponse{}, missingField("expires_at")
+			return acquireResponse{}, missingField("expires_at")
 		case w.RenewAfterMS == nil:
-			return AcquireResponse{}, missingField("renew_after_ms")
+			return acquireResponse{}, missingField("renew_after_ms")
 		}
 		r.LeaseID, r.FencingToken, r.ExpiresAt, r.RenewAfterMS = *w.LeaseID, *w.FencingToken, *w.ExpiresAt, *w.RenewAfterMS
 	case LockStatusHeld:
 		switch {
 		case w.HolderID == nil:
-			return AcquireResponse{}, missingField("holder_id")
+			return acquireResponse{}, missingField("holder_id")
 		case w.ExpiresAt == nil:
-			return AcquireResponse{}, missingField("expires_at")
+			return acquireResponse{}, missingField("expires_at")
 		case w.RetryAfterMS == nil:
-			return AcquireResponse{}, missingField("retry_after_ms")
+			return acquireResponse{}, missingField("retry_after_ms")
 		}
 		r.RetryAfterMS = *w.RetryAfterMS
-	case LockStatusDelayed:
+	case lockStatusDelayed:
 		switch {
 		case w.AvailableAt == nil:
-			return AcquireResponse{}, missingField("available_at")
+			return acquireResponse{}, missingField("available_at")
 		case w.RetryAfterMS == nil:
-			return AcquireResponse{}, missingField("retry_after_ms")
+			return acquireResponse{}, missingField("retry_after_ms")
 		}
 		r.RetryAfterMS = *w.RetryAfterMS
 	default:
-		return AcquireResponse{}, fmt.Errorf("unknown variant `%s`, expected one of `acquired`, `held`, `delayed`", r.Status)
+		return acquireResponse{}, fmt.Errorf("unknown variant `%s`, expected one of `acquired`, `held`, `delayed`", r.Status)
 	}
 	return r, nil
 }
 
-// DecodeLockRenewResponse decodes a lock renewal success strictly.
-func DecodeLockRenewResponse(body []byte) (LockRenewResponse, error) {
+// decodeLockRenewResponse decodes a lock renewal success strictly.
+func decodeLockRenewResponse(body []byte) (lockRenewResponse, error) {
 	var w struct {
 		LeaseID      *string    `json:"lease_id"`
 		ExpiresAt    *time.Time `json:"expires_at"`
 		RenewAfterMS *uint64    `json:"renew_after_ms"`
 	}
 	if err := json.Unmarshal(body, &w); err != nil {
-		return LockRenewResponse{}, err
+		return lockRenewResponse{}, err
 	}
 	switch {
 	case w.LeaseID == nil:
-		return LockRenewResponse{}, missingField("lease_id")
+		return lockRenewResponse{}, missingField("lease_id")
 	case w.ExpiresAt == nil:
-		return LockRenewResponse{}, missingField("expires_at")
+		return lockRenewResponse{}, missingField("expires_at")
 	case w.RenewAfterMS == nil:
-		return LockRenewResponse{}, missingField("renew_after_ms")
+		return lockRenewResponse{}, missingField("renew_after_ms")
 	}
-	return LockRenewResponse{LeaseID: *w.LeaseID, ExpiresAt: *w.ExpiresAt, RenewAfterMS: *w.RenewAfterMS}, nil
+	return lockRenewResponse{LeaseID: *w.LeaseID, ExpiresAt: *w.ExpiresAt, RenewAfterMS: *w.RenewAfterMS}, nil
 }
 
 // isJSONNull reports whether body is exactly the JSON value null (the only

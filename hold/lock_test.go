@@ -69,10 +69,10 @@ func postAuth(f *fake, path string, body any) {
 
 type lockRun2 struct {
 	bgRun
-	hold *LockHold
+	hold *lockHold
 }
 
-func startLockHold(t *testing.T, f *fake, name string, ttl time.Duration, opts ...func(*LockHold)) *lockRun2 {
+func startLockHold(t *testing.T, f *fake, name string, ttl time.Duration, opts ...func(*lockHold)) *lockRun2 {
 	t.Helper()
 	srv, err := ValidateServer(f.url, true, false)
 	if err != nil {
@@ -83,7 +83,7 @@ func startLockHold(t *testing.T, f *fake, name string, ttl time.Duration, opts .
 		t.Fatal(err)
 	}
 	t.Cleanup(c.CloseIdleConnections)
-	h := &LockHold{Client: c, Clock: SystemClock{}, Jitter: FixedJitter(500), Name: name, TTL: ttl,
+	h := &lockHold{Client: c, Clock: SystemClock{}, Jitter: FixedJitter(500), Name: name, TTL: ttl,
 		Token: lockTestToken, ShutdownTimeout: 5 * time.Second, Diag: &bytes.Buffer{}}
 	for _, o := range opts {
 		o(h)
@@ -164,7 +164,7 @@ func TestLockHoldHeldThenAcquireTimeout(t *testing.T) {
 	f := startLockFake(t)
 	name := "team.build"
 	postAuth(f, "/locks/"+name+"/acquire", map[string]any{"ttl_seconds": 60})
-	r := startLockHold(t, f, name, 30*time.Second, func(h *LockHold) { h.AcquireTimeout = durPtr(800 * time.Millisecond) })
+	r := startLockHold(t, f, name, 30*time.Second, func(h *lockHold) { h.AcquireTimeout = durPtr(800 * time.Millisecond) })
 	w := r.expectNext(events.Waiting, ReasonHeld)
 	if ms := w["retry_after_ms"].(float64); ms < 50000 {
 		t.Errorf("retry_after_ms %v, want the ~60 s guidance", ms)
@@ -255,12 +255,12 @@ func TestLockHoldAcquireFatal(t *testing.T) {
 
 func TestDecodeAcquireResponse(t *testing.T) {
 	for _, bad := range []string{`{}`, `{"status":"nope"}`, `{"status":"acquired","lease_id":"l"}`, `{"status":"held","retry_after_ms":1}`} {
-		if _, err := DecodeAcquireResponse([]byte(bad)); err == nil {
+		if _, err := decodeAcquireResponse([]byte(bad)); err == nil {
 			t.Errorf("%s decoded", bad)
 		}
 	}
-	r, err := DecodeAcquireResponse([]byte(`{"status":"delayed","available_at":"2026-01-01T00:00:00Z","lock_delay_seconds":5,"retry_after_ms":4321}`))
-	if err != nil || r.Status != LockStatusDelayed || r.RetryAfterMS != 4321 {
+	r, err := decodeAcquireResponse([]byte(`{"status":"delayed","available_at":"2026-01-01T00:00:00Z","lock_delay_seconds":5,"retry_after_ms":4321}`))
+	if err != nil || r.Status != lockStatusDelayed || r.RetryAfterMS != 4321 {
 		t.Errorf("%+v %v", r, err)
 	}
 	if !isJSONNull([]byte("null")) || isJSONNull([]byte("{}")) || isJSONNull([]byte("")) {
@@ -272,7 +272,7 @@ func TestLockHoldReleaseUnconfirmed(t *testing.T) {
 	t.Parallel()
 	f := startLockFake(t)
 	f.fault(map[string]any{"route": "release", "kind": "release_body", "count": 1})
-	r := startLockHold(t, f, "rel", 30*time.Second, func(h *LockHold) { h.ShutdownTimeout = 10 * time.Second })
+	r := startLockHold(t, f, "rel", 30*time.Second, func(h *lockHold) { h.ShutdownTimeout = 10 * time.Second })
 	r.expectNext(events.Acquired, "")
 	start := time.Now()
 	r.signals <- syscall.SIGINT

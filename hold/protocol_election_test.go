@@ -34,7 +34,7 @@ func electionDone(t *testing.T, r *holdRun, code int) []string {
 	return names
 }
 
-func diagOf(h *ElectionHold) string { return h.Diag.(fmt.Stringer).String() }
+func diagOf(h *electionHold) string { return h.Diag.(fmt.Stringer).String() }
 
 // docs/protocol.md "Easy to miss" item 2: failures after authority are retried
 // silently — never a `waiting` (the supervisor treats one as loss) and never a
@@ -111,7 +111,7 @@ func TestProtocolElectionAcquireTimeoutCapsStalls(t *testing.T) {
 			id := f.createElection()
 			f.fault(map[string]any{"route": "campaign", "kind": kind})
 			start := time.Now()
-			r := startHold(t, f, id, "agent-a", 30*time.Second, func(h *ElectionHold) { h.AcquireTimeout = durPtr(300 * time.Millisecond) })
+			r := startHold(t, f, id, "agent-a", 30*time.Second, func(h *electionHold) { h.AcquireTimeout = durPtr(300 * time.Millisecond) })
 			r.expectNext(events.Error, ReasonAcquireTimeout)
 			require.Less(t, time.Since(start), 5*time.Second, "bounded by the 300 ms acquisition deadline, not the 10 s request timeout")
 			sameEvents(t, electionDone(t, r, ExitAcquireTimeout), events.Error)
@@ -157,7 +157,7 @@ func TestProtocolElectionRequestTimeoutBoundsCampaign(t *testing.T) {
 	f := startFake(t)
 	id := f.createElection()
 	f.fault(map[string]any{"route": "campaign", "kind": "stall_headers", "count": 1, "no_effect": true})
-	r := startHold(t, f, id, "agent-a", 30*time.Second, func(h *ElectionHold) { h.Client = newClientFor(t, f.url, 300*time.Millisecond) })
+	r := startHold(t, f, id, "agent-a", 30*time.Second, func(h *electionHold) { h.Client = newClientFor(t, f.url, 300*time.Millisecond) })
 	w := r.expectNext(events.Waiting, CodeTransportError)
 	require.Equal(t, 525.0, w["retry_after_ms"], "backoff attempt 0: 500 ms + 5 %")
 	r.expectNext(events.Leader, "")
@@ -193,7 +193,7 @@ func TestProtocolElectionLateSuccessIsNotAuthority(t *testing.T) {
 			f := startFake(t)
 			id := f.createElection()
 			clk := newManualClock()
-			r := startHold(t, f, id, "agent-a", c.ttl, withClock(clk), func(h *ElectionHold) {
+			r := startHold(t, f, id, "agent-a", c.ttl, withClock(clk), func(h *electionHold) {
 				h.AcquireTimeout = c.acquire
 				arriveLate(t, h.Client, clk, "/campaign", c.late)
 			})
@@ -219,7 +219,7 @@ func TestProtocolElectionLateRenewalIsNotAuthority(t *testing.T) {
 			f := startFake(t)
 			id := f.createElection()
 			clk := newManualClock()
-			r := startHold(t, f, id, "agent-a", 5*time.Second, withClock(clk), func(h *ElectionHold) {
+			r := startHold(t, f, id, "agent-a", 5*time.Second, withClock(clk), func(h *electionHold) {
 				arriveLate(t, h.Client, clk, "/renew", late)
 			})
 			r.expectNext(events.Leader, "")
@@ -259,7 +259,7 @@ func TestProtocolElectionIdentityValidated(t *testing.T) {
 			f.fault(fault)
 			r := startHold(t, f, id, "agent-a", 5*time.Second)
 			if c.route == "campaign" {
-				r.expectNext(events.Uncertain, ReasonAuthorityIdentityMismatch)
+				r.expectNext(events.Uncertain, reasonAuthorityIdentityMismatch)
 				sameEvents(t, electionDone(t, r, ExitLost), events.Uncertain)
 				require.Equal(t, 1, f.requests("resign"))
 				return
@@ -312,7 +312,7 @@ func TestProtocolElectionRetryGuidance(t *testing.T) {
 		{"body guidance, Retry-After header ignored", map[string]any{"kind": "error", "status": 429, "code": "rate_limited",
 			"retry_after_ms": 2000, "retry_after_header": "1"}, "rate_limited", 2100},
 		{"no body guidance: local backoff", map[string]any{"kind": "error", "status": 503, "retry_after_header": "60"}, CodeInternalError, 525},
-		{"out-of-range guidance on a 5xx: retryable invalid_response", map[string]any{"kind": "error", "status": 503, "retry_after_ms": 0}, CodeInvalidResponse, 525},
+		{"out-of-range guidance on a 5xx: retryable invalid_response", map[string]any{"kind": "error", "status": 503, "retry_after_ms": 0}, codeInvalidResponse, 525},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -347,7 +347,7 @@ func TestProtocolElectionInvalidGuidanceOn4xx(t *testing.T) {
 	id := f.createElection()
 	f.fault(map[string]any{"route": "campaign", "kind": "error", "status": 429, "code": "rate_limited", "retry_after_ms": 300001})
 	r := startHold(t, f, id, "agent-a", 30*time.Second)
-	r.expectNext(events.Error, CodeInvalidResponse)
+	r.expectNext(events.Error, codeInvalidResponse)
 	sameEvents(t, electionDone(t, r, ExitUsage), events.Error)
 	require.Contains(t, diagOf(r.hold), "server returned invalid retry_after_ms guidance")
 }
@@ -431,8 +431,8 @@ func TestProtocolElectionOversizedResponses(t *testing.T) {
 	f.fault(map[string]any{"route": "campaign", "kind": "timing", "renew_after_ms": 100, "skip": 2, "count": 1})
 	f.fault(map[string]any{"route": "election_renew", "kind": "oversized", "count": 1})
 	r := startHold(t, f, id, "agent-a", 5*time.Second)
-	r.expectNext(events.Waiting, CodeResponseTooLarge)
-	r.expectNext(events.Waiting, CodeResponseTooLarge)
+	r.expectNext(events.Waiting, codeResponseTooLarge)
+	r.expectNext(events.Waiting, codeResponseTooLarge)
 	r.expectNext(events.Leader, "")
 	r.expectNext(events.Renewed, "")
 	r.signals <- syscall.SIGINT
@@ -472,14 +472,14 @@ func TestProtocolElectionRedirectsNotFollowed(t *testing.T) {
 		return false
 	})
 	// Before authority: exit 70.
-	r := startHold(t, f, id, "agent-a", 5*time.Second, func(h *ElectionHold) { h.Client = newClientFor(t, front, 10*time.Second) })
-	r.expectNext(events.Error, CodeRequestFailed)
+	r := startHold(t, f, id, "agent-a", 5*time.Second, func(h *electionHold) { h.Client = newClientFor(t, front, 10*time.Second) })
+	r.expectNext(events.Error, codeRequestFailed)
 	electionDone(t, r, ExitSoftware)
 	require.Contains(t, diagOf(r.hold), "server returned HTTP 307 Temporary Redirect")
 
 	// After authority: retried, then renewed.
 	f.fault(map[string]any{"route": "campaign", "kind": "timing", "renew_after_ms": 100, "count": 1})
-	r = startHold(t, f, id, "agent-a", 5*time.Second, func(h *ElectionHold) { h.Client = newClientFor(t, front, 10*time.Second) })
+	r = startHold(t, f, id, "agent-a", 5*time.Second, func(h *electionHold) { h.Client = newClientFor(t, front, 10*time.Second) })
 	r.expectNext(events.Leader, "")
 	r.expectNext(events.Renewed, "")
 	r.signals <- syscall.SIGINT
@@ -506,7 +506,7 @@ func TestProtocolElectionLoopbackBypassesProxies(t *testing.T) {
 	t.Setenv("NO_PROXY", "")
 	t.Setenv("no_proxy", "")
 	for _, host := range []string{"127.0.0.1", "localhost"} {
-		r := startHold(t, f, id, "agent-a", 5*time.Second, func(h *ElectionHold) {
+		r := startHold(t, f, id, "agent-a", 5*time.Second, func(h *electionHold) {
 			h.Client = newClientFor(t, strings.Replace(f.url, "127.0.0.1", host, 1), 10*time.Second)
 		})
 		r.expectNext(events.Leader, "")
@@ -538,7 +538,7 @@ func TestProtocolElectionWireRequests(t *testing.T) {
 		require.NotEmpty(t, recs, route)
 		rec := recs[0]
 		h := http.Header(rec.Headers)
-		require.Equal(t, UserAgent, h.Get("User-Agent"), route)
+		require.Equal(t, userAgent, h.Get("User-Agent"), route)
 		require.Equal(t, "*/*", h.Get("Accept"), route)
 		require.Empty(t, h.Values("Accept-Encoding"), "%s: compression must be off", route)
 		require.Equal(t, "application/json", h.Get("Content-Type"), route)
@@ -591,7 +591,7 @@ func TestProtocolElectionAuthorityDisappears(t *testing.T) {
 	id := f.createElection()
 	clk := newManualClock()
 	diag := &proctest.SyncBuffer{}
-	r := startHold(t, f, id, "agent-a", 5*time.Second, withClock(clk), func(h *ElectionHold) { h.Diag = diag })
+	r := startHold(t, f, id, "agent-a", 5*time.Second, withClock(clk), func(h *electionHold) { h.Diag = diag })
 	r.expectNext(events.Leader, "")
 	stop()
 	clk.advance(2400 * time.Millisecond)
@@ -614,7 +614,7 @@ func TestProtocolElectionFailover(t *testing.T) {
 	a := startHold(t, f, id, "agent-a", 5*time.Second)
 	la := a.expectNext(events.Leader, "")
 	require.Greater(t, la["authority_remaining_ms"].(float64), 0.0)
-	b := startHold(t, f, id, "agent-b", 5*time.Second, func(h *ElectionHold) { h.AcquireTimeout = durPtr(time.Second) })
+	b := startHold(t, f, id, "agent-b", 5*time.Second, func(h *electionHold) { h.AcquireTimeout = durPtr(time.Second) })
 	b.expectNext(events.Waiting, ReasonFollower)
 	b.expectNext(events.Error, ReasonAcquireTimeout, events.Waiting)
 	electionDone(t, b, ExitAcquireTimeout)
@@ -637,7 +637,7 @@ func TestProtocolElectionContextCancelIsSIGTERM(t *testing.T) {
 	id := f.createElection()
 	c := newClientFor(t, f.url, 10*time.Second)
 	out := newSink()
-	h := &ElectionHold{Client: c, Jitter: FixedJitter(500), ElectionID: id, Candidate: "agent-a", TTL: 5 * time.Second,
+	h := &electionHold{Client: c, Jitter: FixedJitter(500), ElectionID: id, Candidate: "agent-a", TTL: 5 * time.Second,
 		ShutdownTimeout: 2 * time.Second, Out: out, Diag: &bytes.Buffer{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
@@ -698,7 +698,7 @@ func TestElectionHoldUnreachableDefaultHint(t *testing.T) {
 			t.Parallel()
 			diag := &proctest.SyncBuffer{}
 			r := startHold(t, &fake{t: t, url: closed}, "room", "agent-a", 5*time.Second,
-				func(h *ElectionHold) { h.DefaultServer, h.Diag = c.defaulted, diag })
+				func(h *electionHold) { h.DefaultServer, h.Diag = c.defaulted, diag })
 			// One more wait than the hint needs: it is said once, not per retry.
 			for range unreachableHintAfter + 1 {
 				r.expectNext(events.Waiting, CodeTransportError)

@@ -35,7 +35,7 @@ import (
 // and not by how busy the machine is. The wall clock stays real: it only
 // feeds observed_at, which no decision depends on.
 //
-// Its timers (Timers) are real timers that also fire the moment the test
+// Its timers (timers) are real timers that also fire the moment the test
 // moves the clock past them, so a hold waiting on this clock reacts to
 // advance at once instead of at its next real poll.
 type manualClock struct {
@@ -58,7 +58,7 @@ func (t *manualTimer) fire() {
 	t.once.Do(func() { t.c <- time.Now() })
 }
 
-// NewTimer implements Timers.
+// NewTimer implements timers.
 func (c *manualClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -191,19 +191,19 @@ func arriveLate(t *testing.T, c *Client, clk *manualClock, suffix string, d time
 }
 
 // withClock and friends are options for startHold / startLockHold.
-func withClock(c Clock) holdOpt { return func(h *ElectionHold) { h.Clock = c } }
+func withClock(c Clock) holdOpt { return func(h *electionHold) { h.Clock = c } }
 
-func lockWithClock(c Clock) func(*LockHold) { return func(h *LockHold) { h.Clock = c } }
+func lockWithClock(c Clock) func(*lockHold) { return func(h *lockHold) { h.Clock = c } }
 
 // slowRequests gives the hold a 60 s request timeout: in tests where a
 // stalled request must be cut off by a hold deadline (on a manual clock), the
 // 10 s default could otherwise end the stall first and hide a missing bound.
 func slowRequests(t *testing.T) holdOpt {
-	return func(h *ElectionHold) { h.Client = newClientFor(t, h.Client.Server().URL, time.Minute) }
+	return func(h *electionHold) { h.Client = newClientFor(t, h.Client.server.URL, time.Minute) }
 }
 
-func lockSlowRequests(t *testing.T) func(*LockHold) {
-	return func(h *LockHold) { h.Client = newClientFor(t, h.Client.Server().URL, time.Minute) }
+func lockSlowRequests(t *testing.T) func(*lockHold) {
+	return func(h *lockHold) { h.Client = newClientFor(t, h.Client.server.URL, time.Minute) }
 }
 
 // newClientFor builds a capability-bearing client like the helpers do, with

@@ -25,7 +25,7 @@ func lockDone(t *testing.T, r *lockRun2, code int) []string {
 	return names
 }
 
-func lockDiag(h *LockHold) string { return h.Diag.(*bytes.Buffer).String() }
+func lockDiag(h *lockHold) string { return h.Diag.(*bytes.Buffer).String() }
 
 // holdOther makes "another holder" (same token, no session: a different
 // owner) hold name for ttl seconds and returns its lease id.
@@ -118,7 +118,7 @@ func TestProtocolLockSuspendNoticedOnContinuousClock(t *testing.T) {
 		acq := r.expectNext(events.Acquired, "")
 		require.Equal(t, 24000.0, acq["authority_remaining_ms"], "the session bound, not 0.8 × 3600 s")
 		clk.suspend(25 * time.Second)
-		u := r.expectNext(events.Uncertain, ReasonSessionConfirmationDeadline)
+		u := r.expectNext(events.Uncertain, reasonSessionConfirmationDeadline)
 		require.Equal(t, acq["term"], u["term"])
 		require.Equal(t, acq["expires_at"], u["expires_at"])
 		sameEvents(t, lockDone(t, r, ExitLost), events.Acquired, events.Uncertain)
@@ -133,7 +133,7 @@ func TestProtocolLockSuspendNoticedOnContinuousClock(t *testing.T) {
 		r := startLockHold(t, f, "suspend", 30*time.Second, lockWithClock(clk))
 		r.expectNext(events.Waiting, ReasonHeld)
 		clk.suspend(25 * time.Second)
-		u := r.expectNext(events.Uncertain, ReasonSessionConfirmationDeadline)
+		u := r.expectNext(events.Uncertain, reasonSessionConfirmationDeadline)
 		require.NotContains(t, u, "term")
 		sameEvents(t, lockDone(t, r, ExitLost), events.Waiting, events.Uncertain)
 		require.Equal(t, 1, f.requests("delete_session"))
@@ -151,7 +151,7 @@ func TestProtocolLockAcquireTimeoutCapsStalls(t *testing.T) {
 			f := startLockFake(t)
 			f.fault(map[string]any{"route": "acquire", "kind": kind})
 			start := time.Now()
-			r := startLockHold(t, f, "stall", 30*time.Second, func(h *LockHold) { h.AcquireTimeout = durPtr(300 * time.Millisecond) })
+			r := startLockHold(t, f, "stall", 30*time.Second, func(h *lockHold) { h.AcquireTimeout = durPtr(300 * time.Millisecond) })
 			r.expectNext(events.Error, ReasonAcquireTimeout)
 			require.Less(t, time.Since(start), 5*time.Second)
 			sameEvents(t, lockDone(t, r, ExitAcquireTimeout), events.Error)
@@ -198,7 +198,7 @@ func TestProtocolLockRequestTimeoutBoundsRequests(t *testing.T) {
 	f := startLockFake(t)
 	f.fault(map[string]any{"route": "create_session", "kind": "stall_headers", "count": 1, "no_effect": true})
 	f.fault(map[string]any{"route": "acquire", "kind": "stall_body", "count": 1})
-	r := startLockHold(t, f, "timeouts", 30*time.Second, func(h *LockHold) { h.Client = newClientFor(t, f.url, 300*time.Millisecond) })
+	r := startLockHold(t, f, "timeouts", 30*time.Second, func(h *lockHold) { h.Client = newClientFor(t, f.url, 300*time.Millisecond) })
 	r.expectNext(events.Waiting, CodeTransportError)
 	r.expectNext(events.Waiting, CodeTransportError)
 	acq := r.expectNext(events.Acquired, "")
@@ -233,7 +233,7 @@ func TestProtocolLockLateSuccessIsNotAuthority(t *testing.T) {
 			t.Parallel()
 			f := startLockFake(t)
 			clk := newManualClock()
-			r := startLockHold(t, f, "late", c.ttl, lockWithClock(clk), func(h *LockHold) {
+			r := startLockHold(t, f, "late", c.ttl, lockWithClock(clk), func(h *lockHold) {
 				h.AcquireTimeout = c.acquire
 				arriveLate(t, h.Client, clk, "/acquire", c.late)
 			})
@@ -285,12 +285,12 @@ func TestProtocolLockKeepaliveIdentity(t *testing.T) {
 			clk.advance(time.Second)
 			var names []string
 			if acquired {
-				m := r.expectNext(events.Lost, CodeSessionIdentityMismatch)
+				m := r.expectNext(events.Lost, codeSessionIdentityMismatch)
 				require.Contains(t, m, "term")
 				names = lockDone(t, r, ExitLost)
 				sameEvents(t, names, events.Acquired, events.Lost)
 			} else {
-				m := r.expectNext(events.Uncertain, CodeSessionIdentityMismatch)
+				m := r.expectNext(events.Uncertain, codeSessionIdentityMismatch)
 				require.NotContains(t, m, "term")
 				names = lockDone(t, r, ExitLost)
 				sameEvents(t, names, events.Waiting, events.Uncertain)
@@ -374,7 +374,7 @@ func TestProtocolLockHeldAndDelayed(t *testing.T) {
 		{"delayed", func(f *fake) {
 			lease := holdOther(f, "hd", 60, 5)
 			postAuth(f, "/locks/hd/release", map[string]any{"lease_id": lease})
-		}, ReasonDelayed, 100},
+		}, reasonDelayed, 100},
 		{"held with zero guidance floors", func(f *fake) {
 			holdOther(f, "hd", 60, 0)
 			f.fault(map[string]any{"route": "acquire", "kind": "timing", "retry_after_ms": 0})
@@ -384,7 +384,7 @@ func TestProtocolLockHeldAndDelayed(t *testing.T) {
 			t.Parallel()
 			f := startLockFake(t)
 			c.setup(f)
-			r := startLockHold(t, f, "hd", 30*time.Second, func(h *LockHold) { h.AcquireTimeout = durPtr(2 * time.Second) })
+			r := startLockHold(t, f, "hd", 30*time.Second, func(h *lockHold) { h.AcquireTimeout = durPtr(2 * time.Second) })
 			w := r.expectNext(events.Waiting, c.reason)
 			require.GreaterOrEqual(t, w["retry_after_ms"].(float64), c.min)
 			r.expectNext(events.Error, ReasonAcquireTimeout, events.Waiting)
@@ -462,7 +462,7 @@ func TestProtocolLockKeepaliveNeverAuthorizesEarlyAcquire(t *testing.T) {
 	holdOther(f, "guided", 60, 0)
 	f.fault(map[string]any{"route": "acquire", "kind": "timing", "retry_after_ms": 2500})
 	f.fault(map[string]any{"route": "create_session", "kind": "timing", "keepalive_interval_secs": 1, "count": 1})
-	r := startLockHold(t, f, "guided", 30*time.Second, func(h *LockHold) { h.AcquireTimeout = durPtr(1800 * time.Millisecond) })
+	r := startLockHold(t, f, "guided", 30*time.Second, func(h *lockHold) { h.AcquireTimeout = durPtr(1800 * time.Millisecond) })
 	w := r.expectNext(events.Waiting, ReasonHeld)
 	require.GreaterOrEqual(t, w["retry_after_ms"].(float64), 2500.0)
 	r.expectNext(events.Error, ReasonAcquireTimeout)
@@ -490,7 +490,7 @@ func TestProtocolLockSessionBoundCapsLongTTL(t *testing.T) {
 	f.steady("keepalive", 1, 300*time.Millisecond)
 	require.Len(t, eventNames(r.out), 1)
 	clk.advance(time.Millisecond)
-	u := r.expectNext(events.Uncertain, ReasonSessionConfirmationDeadline)
+	u := r.expectNext(events.Uncertain, reasonSessionConfirmationDeadline)
 	require.Equal(t, acq["term"], u["term"])
 	sameEvents(t, lockDone(t, r, ExitLost), events.Acquired, events.Uncertain)
 	require.Zero(t, f.requests("lock_renew"))
@@ -512,7 +512,7 @@ func TestProtocolLockKeepaliveIntervalPastSessionBound(t *testing.T) {
 	f.steady("keepalive", 0, 300*time.Millisecond)
 	require.Len(t, eventNames(r.out), 1)
 	clk.advance(time.Millisecond)
-	r.expectNext(events.Uncertain, ReasonSessionConfirmationDeadline)
+	r.expectNext(events.Uncertain, reasonSessionConfirmationDeadline)
 	sameEvents(t, lockDone(t, r, ExitLost), events.Acquired, events.Uncertain)
 }
 
@@ -579,8 +579,8 @@ func TestProtocolLockOversizedResponses(t *testing.T) {
 	f.fault(map[string]any{"route": "acquire", "kind": "timing", "renew_after_ms": 100, "count": 1, "skip": 1})
 	f.fault(map[string]any{"route": "lock_renew", "kind": "oversized", "count": 1})
 	r := startLockHold(t, f, "big", 30*time.Second)
-	r.expectNext(events.Waiting, CodeResponseTooLarge)
-	r.expectNext(events.Waiting, CodeResponseTooLarge)
+	r.expectNext(events.Waiting, codeResponseTooLarge)
+	r.expectNext(events.Waiting, codeResponseTooLarge)
 	r.expectNext(events.Acquired, "")
 	r.expectNext(events.Renewed, "")
 	r.signals <- syscall.SIGINT
@@ -612,8 +612,8 @@ func TestProtocolLockRedirectsNotFollowed(t *testing.T) {
 		}
 		return redirected
 	})
-	r := startLockHold(t, f, "moved", 30*time.Second, func(h *LockHold) { h.Client = newClientFor(t, front, 10*time.Second) })
-	r.expectNext(events.Error, CodeRequestFailed)
+	r := startLockHold(t, f, "moved", 30*time.Second, func(h *lockHold) { h.Client = newClientFor(t, front, 10*time.Second) })
+	r.expectNext(events.Error, codeRequestFailed)
 	sameEvents(t, lockDone(t, r, ExitSoftware), events.Error)
 	require.Equal(t, 1, f.requests("delete_session"))
 	require.Empty(t, trapHits, "the redirect was followed")
@@ -663,7 +663,7 @@ func TestProtocolLockLoopbackBypassesProxies(t *testing.T) {
 	}
 	t.Setenv("NO_PROXY", "")
 	t.Setenv("no_proxy", "")
-	r := startLockHold(t, f, "proxied", 30*time.Second, func(h *LockHold) {
+	r := startLockHold(t, f, "proxied", 30*time.Second, func(h *lockHold) {
 		h.Client = newClientFor(t, strings.Replace(f.url, "127.0.0.1", "localhost", 1), 10*time.Second)
 	})
 	r.expectNext(events.Acquired, "")
@@ -715,7 +715,7 @@ func TestProtocolLockWireRequests(t *testing.T) {
 	for _, rec := range f.records("") {
 		h := http.Header(rec.Headers)
 		require.Equal(t, "Bearer "+lockTestToken, h.Get("Authorization"), rec.Route)
-		require.Equal(t, UserAgent, h.Get("User-Agent"), rec.Route)
+		require.Equal(t, userAgent, h.Get("User-Agent"), rec.Route)
 		require.Equal(t, "*/*", h.Get("Accept"), rec.Route)
 		require.Empty(t, h.Values("Accept-Encoding"), rec.Route)
 		if rec.Body == "" {

@@ -27,7 +27,7 @@ func ResolveServer(flag *string, envURL string, kind Kind) (string, error) {
 		return envURL, nil
 	}
 	if kind == KindLock {
-		return "", usageError(ErrNoLockServer, "lock commands require --server or OCTOSTORE_URL")
+		return "", usageError(errNoLockServer, "lock commands require --server or OCTOSTORE_URL")
 	}
 	return DefaultElectionServer, nil
 }
@@ -52,10 +52,11 @@ type Server struct {
 	HTTPS bool
 }
 
+// String is the normalized URL, what events and human lines show.
 func (s Server) String() string { return s.URL }
 
-// Endpoint joins the server and an API path that already starts with '/'.
-func (s Server) Endpoint(path string) string { return s.URL + path }
+// endpoint joins the server and an API path that already starts with '/'.
+func (s Server) endpoint(path string) string { return s.URL + path }
 
 const cleartextMessage = "refusing to send a secret capability over cleartext HTTP; use HTTPS, loopback, or --allow-insecure-http for development"
 

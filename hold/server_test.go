@@ -31,7 +31,7 @@ func TestResolveServer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ResolveServer(tc.flag, tc.env, tc.kind)
 			if tc.err != "" {
-				requireUsage(t, err, ErrNoLockServer, tc.err)
+				requireUsage(t, err, errNoLockServer, tc.err)
 				return
 			}
 			require.NoError(t, err)
@@ -174,6 +174,6 @@ func TestValidateServerErrors(t *testing.T) {
 func TestServerEndpoint(t *testing.T) {
 	s, err := ValidateServer("http://localhost:3000/base/", true, false)
 	require.NoError(t, err)
-	require.Equal(t, "http://localhost:3000/base/locks/a%2Fb/acquire", s.Endpoint("/locks/"+EncodeSegment("a/b")+"/acquire"))
+	require.Equal(t, "http://localhost:3000/base/locks/a%2Fb/acquire", s.endpoint("/locks/"+EncodeSegment("a/b")+"/acquire"))
 	require.Equal(t, s.URL, s.String())
 }

@@ -136,7 +136,7 @@ func TestSignalShutdownBudget(t *testing.T) {
 		id := f.createElection()
 		f.fault(map[string]any{"route": "resign", "kind": "stall_headers"})
 		clk := newManualClock()
-		r := startHold(t, f, id, "agent-a", 30*time.Second, withClock(clk), slowRequests(t), func(h *ElectionHold) { h.ShutdownTimeout = 10 * time.Second })
+		r := startHold(t, f, id, "agent-a", 30*time.Second, withClock(clk), slowRequests(t), func(h *electionHold) { h.ShutdownTimeout = 10 * time.Second })
 		r.expectNext(events.Leader, "")
 		r.signals <- syscall.SIGINT
 		f.waitRequests("resign", 1)
@@ -154,7 +154,7 @@ func TestSignalShutdownBudget(t *testing.T) {
 		id := f.createElection()
 		f.fault(map[string]any{"route": "resign", "kind": "stall_body"})
 		clk := newManualClock()
-		r := startHold(t, f, id, "agent-a", 30*time.Second, withClock(clk), slowRequests(t), func(h *ElectionHold) { h.ShutdownTimeout = 500 * time.Millisecond })
+		r := startHold(t, f, id, "agent-a", 30*time.Second, withClock(clk), slowRequests(t), func(h *electionHold) { h.ShutdownTimeout = 500 * time.Millisecond })
 		r.expectNext(events.Leader, "")
 		r.signals <- syscall.SIGTERM
 		f.waitRequests("resign", 1)
@@ -169,7 +169,7 @@ func TestSignalShutdownBudget(t *testing.T) {
 		f.fault(map[string]any{"route": "election_renew", "kind": "stall_headers"})
 		f.fault(map[string]any{"route": "resign", "kind": "stall_headers"})
 		clk := newManualClock()
-		r := startHold(t, f, id, "agent-a", 5*time.Second, withClock(clk), slowRequests(t), func(h *ElectionHold) { h.ShutdownTimeout = 10 * time.Second })
+		r := startHold(t, f, id, "agent-a", 5*time.Second, withClock(clk), slowRequests(t), func(h *electionHold) { h.ShutdownTimeout = 10 * time.Second })
 		r.expectNext(events.Leader, "")
 		clk.advance(3500 * time.Millisecond) // renewal due (and stalled); 500 ms of authority left
 		f.waitRequests("election_renew", 1)
@@ -188,7 +188,7 @@ func TestSignalShutdownBudget(t *testing.T) {
 		f.fault(map[string]any{"route": "release", "kind": "stall_headers"})
 		f.fault(map[string]any{"route": "delete_session", "kind": "stall_headers"})
 		clk := newManualClock()
-		r := startLockHold(t, f, "budget", 30*time.Second, lockWithClock(clk), lockSlowRequests(t), func(h *LockHold) { h.ShutdownTimeout = 10 * time.Second })
+		r := startLockHold(t, f, "budget", 30*time.Second, lockWithClock(clk), lockSlowRequests(t), func(h *lockHold) { h.ShutdownTimeout = 10 * time.Second })
 		r.expectNext(events.Acquired, "")
 		r.signals <- syscall.SIGINT
 		f.waitRequests("release", 1)
@@ -207,7 +207,7 @@ func TestSignalShutdownBudget(t *testing.T) {
 		f := startLockFake(t)
 		f.fault(map[string]any{"route": "delete_session", "kind": "stall_headers"})
 		clk := newManualClock()
-		r := startLockHold(t, f, "budget", 30*time.Second, lockWithClock(clk), lockSlowRequests(t), func(h *LockHold) { h.ShutdownTimeout = 10 * time.Second })
+		r := startLockHold(t, f, "budget", 30*time.Second, lockWithClock(clk), lockSlowRequests(t), func(h *lockHold) { h.ShutdownTimeout = 10 * time.Second })
 		r.expectNext(events.Acquired, "")
 		r.signals <- syscall.SIGTERM
 		f.waitRequests("delete_session", 1)

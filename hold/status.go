@@ -32,9 +32,9 @@ type ElectionCreated struct {
 	WatchPath    string
 }
 
-// DecodeElectionCreated decodes a room creation success strictly: all four
+// decodeElectionCreated decodes a room creation success strictly: all four
 // fields are required strings.
-func DecodeElectionCreated(body []byte) (ElectionCreated, error) {
+func decodeElectionCreated(body []byte) (ElectionCreated, error) {
 	var w struct {
 		ElectionID   *string `json:"election_id"`
 		CampaignPath *string `json:"campaign_path"`
@@ -74,12 +74,12 @@ func (e ElectionCreated) JSON() []byte {
 	return w.bytes()
 }
 
-// CreateElection sends POST /elections (no body) and accepts 201 only
+// createElection sends POST /elections (no body) and accepts 201 only
 // (docs/protocol.md "Read-only commands"). Every error is a *Failure.
-func CreateElection(ctx context.Context, c *Client) (ElectionCreated, error) {
+func createElection(ctx context.Context, c *Client) (ElectionCreated, error) {
 	var out ElectionCreated
-	_, err := c.Call(ctx, Request{Method: http.MethodPost, Path: "/elections", Accepted: []int{http.StatusCreated}},
-		func(b []byte) (err error) { out, err = DecodeElectionCreated(b); return err })
+	_, err := c.call(ctx, request{Method: http.MethodPost, Path: "/elections", Accepted: []int{http.StatusCreated}},
+		func(b []byte) (err error) { out, err = decodeElectionCreated(b); return err })
 	return out, err
 }
 
@@ -103,10 +103,10 @@ type ElectionStatus struct {
 	RetryAfterMS uint64
 }
 
-// DecodeElectionStatus decodes an election status strictly, as upstream's
+// decodeElectionStatus decodes an election status strictly, as upstream's
 // serde type does: election_id, status and retry_after_ms are required, and a
 // present leader needs candidate_id, term and expires_at.
-func DecodeElectionStatus(body []byte) (ElectionStatus, error) {
+func decodeElectionStatus(body []byte) (ElectionStatus, error) {
 	var w struct {
 		ElectionID *string `json:"election_id"`
 		Status     *string `json:"status"`
@@ -194,12 +194,12 @@ func (s ElectionStatus) Snapshot() []byte {
 	return w.bytes()
 }
 
-// GetElectionStatus sends GET /elections/{id} and accepts 200 only. Every
+// getElectionStatus sends GET /elections/{id} and accepts 200 only. Every
 // error is a *Failure.
-func GetElectionStatus(ctx context.Context, c *Client, electionID string) (ElectionStatus, error) {
+func getElectionStatus(ctx context.Context, c *Client, electionID string) (ElectionStatus, error) {
 	var out ElectionStatus
-	_, err := c.Call(ctx, Request{Method: http.MethodGet, Path: "/elections/" + EncodeSegment(electionID), Accepted: []int{http.StatusOK}},
-		func(b []byte) (err error) { out, err = DecodeElectionStatus(b); return err })
+	_, err := c.call(ctx, request{Method: http.MethodGet, Path: "/elections/" + EncodeSegment(electionID), Accepted: []int{http.StatusOK}},
+		func(b []byte) (err error) { out, err = decodeElectionStatus(b); return err })
 	return out, err
 }
 
@@ -217,9 +217,9 @@ type LockStatus struct {
 	ACL          any
 }
 
-// DecodeLockStatus decodes a lock status strictly: name, status and
+// decodeLockStatus decodes a lock status strictly: name, status and
 // fencing_token are required.
-func DecodeLockStatus(body []byte) (LockStatus, error) {
+func decodeLockStatus(body []byte) (LockStatus, error) {
 	var w struct {
 		Name         *string         `json:"name"`
 		Status       *string         `json:"status"`
@@ -292,13 +292,13 @@ func (s LockStatus) JSON(secret string) []byte {
 	return w.bytes()
 }
 
-// GetLockStatus sends GET /locks/{name} with the bearer token and accepts 200
+// getLockStatus sends GET /locks/{name} with the bearer token and accepts 200
 // only. Every error is a *Failure; its text may still contain the token, so
 // callers print DiagnosticRedacting(token).
-func GetLockStatus(ctx context.Context, c *Client, name, token string) (LockStatus, error) {
+func getLockStatus(ctx context.Context, c *Client, name, token string) (LockStatus, error) {
 	var out LockStatus
-	_, err := c.Call(ctx, Request{Method: http.MethodGet, Path: "/locks/" + EncodeSegment(name), Bearer: token, Accepted: []int{http.StatusOK}},
-		func(b []byte) (err error) { out, err = DecodeLockStatus(b); return err })
+	_, err := c.call(ctx, request{Method: http.MethodGet, Path: "/locks/" + EncodeSegment(name), Bearer: token, Accepted: []int{http.StatusOK}},
+		func(b []byte) (err error) { out, err = decodeLockStatus(b); return err })
 	return out, err
 }
 

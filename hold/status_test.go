@@ -11,7 +11,7 @@ import (
 // fields are malformed.
 func TestElectionCreatedDecodeAndJSON(t *testing.T) {
 	body := `{"watch_path":"/elections/R/watch","status_path":"/elections/R","campaign_path":"/elections/R/campaign","election_id":"R","extra":1}`
-	e, err := DecodeElectionCreated([]byte(body))
+	e, err := decodeElectionCreated([]byte(body))
 	require.NoError(t, err)
 	require.Equal(t,
 		`{"election_id":"R","campaign_path":"/elections/R/campaign","status_path":"/elections/R","watch_path":"/elections/R/watch"}`,
@@ -21,7 +21,7 @@ func TestElectionCreatedDecodeAndJSON(t *testing.T) {
 		`{"election_id":7,"campaign_path":"c","status_path":"s","watch_path":"w"}`,
 		`[]`, `null`, ``,
 	} {
-		_, err := DecodeElectionCreated([]byte(bad))
+		_, err := decodeElectionCreated([]byte(bad))
 		require.Error(t, err, bad)
 	}
 }
@@ -60,7 +60,7 @@ func TestElectionStatusRenderings(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := DecodeElectionStatus([]byte(c.body))
+			s, err := decodeElectionStatus([]byte(c.body))
 			require.NoError(t, err)
 			require.Equal(t, c.json, string(s.JSON()))
 			require.Equal(t, c.snapshot, string(s.Snapshot()))
@@ -79,7 +79,7 @@ func TestElectionStatusMalformed(t *testing.T) {
 		`{"election_id":"R","status":"leader","leader":{"candidate_id":"a","term":1,"expires_at":"yesterday"},"retry_after_ms":0}`,
 		`{"election_id":"R","status":"leader","leader":{"term":1,"expires_at":"2026-08-02T12:00:00Z"},"retry_after_ms":0}`,
 	} {
-		_, err := DecodeElectionStatus([]byte(bad))
+		_, err := decodeElectionStatus([]byte(bad))
 		require.Error(t, err, bad)
 	}
 }
@@ -116,7 +116,7 @@ func TestLockStatusJSONRedacts(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := DecodeLockStatus([]byte(c.body))
+			s, err := decodeLockStatus([]byte(c.body))
 			require.NoError(t, err)
 			require.Equal(t, c.want, string(s.JSON(tok)))
 		})
@@ -129,7 +129,7 @@ func TestLockStatusJSONRedacts(t *testing.T) {
 		`{"name":"x","status":"free","fencing_token":1,"holder_id":5}`,
 		`{"name":"x","status":"free","fencing_token":1,"expires_at":"soon"}`,
 	} {
-		_, err := DecodeLockStatus([]byte(bad))
+		_, err := decodeLockStatus([]byte(bad))
 		require.Error(t, err, bad)
 	}
 }

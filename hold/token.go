@@ -6,9 +6,9 @@ import (
 	"unicode/utf8"
 )
 
-// TokenEnvWarning is printed (by the caller, as "octostore: " + it) when the
+// tokenEnvWarning is printed (by the caller, as "octostore: " + it) when the
 // token comes from OCTOSTORE_TOKEN (docs/protocol.md "Bearer token").
-const TokenEnvWarning = "warning: OCTOSTORE_TOKEN may be visible to same-user process inspection; prefer OCTOSTORE_TOKEN_FILE"
+const tokenEnvWarning = "warning: OCTOSTORE_TOKEN may be visible to same-user process inspection; prefer OCTOSTORE_TOKEN_FILE"
 
 // LookupEnv has the shape of os.LookupEnv; passing it in keeps LoadToken
 // hermetic under test.
@@ -17,7 +17,7 @@ type LookupEnv func(key string) (string, bool)
 // LoadToken returns the bearer token for lock commands
 // (docs/protocol.md "Bearer token"): OCTOSTORE_TOKEN_FILE when set at all (even
 // empty; "-" reads stdin to EOF), else OCTOSTORE_TOKEN, in which case warning
-// is TokenEnvWarning and the caller must print it before going on, else an
+// is tokenEnvWarning and the caller must print it before going on, else an
 // error. The token is trimmed of Unicode whitespace and must be non-empty and
 // one line. Every error is a *UsageError wrapping ErrToken.
 //
@@ -32,7 +32,7 @@ func LoadToken(env LookupEnv, stdin io.Reader) (token, warning string, err error
 				return "", "", usageErrorCause(ErrToken, "could not read token from stdin: "+ioErrorText(err), err)
 			}
 		} else {
-			raw, err = readTokenFile(path)
+			raw, err = ReadSecretFile(path, "OCTOSTORE_TOKEN_FILE")
 			if err != nil {
 				return "", "", err
 			}
@@ -42,9 +42,20 @@ func LoadToken(env LookupEnv, stdin io.Reader) (token, warning string, err error
 	}
 	if v, ok := env("OCTOSTORE_TOKEN"); ok && utf8.ValidString(v) {
 		token, err = validateToken(v)
-		return token, TokenEnvWarning, err
+		return token, tokenEnvWarning, err
 	}
 	return "", "", usageError(ErrToken, "lock commands require OCTOSTORE_TOKEN_FILE or OCTOSTORE_TOKEN")
+}
+
+// ReadSecretFile reads a file that holds a secret (the token file, an etcd
+// client key) with the checks the token file gets (docs/protocol.md "Bearer
+// token"), all on the opened descriptor so nothing can be swapped in between:
+// a regular file reached without following a final symlink, owned by the
+// current user and readable by no one else (on Windows, by its ACL). name is
+// the variable that named path; every error says it and is a *UsageError
+// wrapping ErrToken. The content must be UTF-8.
+func ReadSecretFile(path, name string) (string, error) {
+	return readSecretFile(path, name)
 }
 
 func validateToken(raw string) (string, error) {

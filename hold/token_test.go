@@ -25,7 +25,7 @@ func TestLoadTokenSources(t *testing.T) {
 		warning string
 		err     string
 	}{
-		{"env token warns", map[string]string{"OCTOSTORE_TOKEN": "  tok123\n"}, "", "tok123", TokenEnvWarning, ""},
+		{"env token warns", map[string]string{"OCTOSTORE_TOKEN": "  tok123\n"}, "", "tok123", tokenEnvWarning, ""},
 		{"stdin", map[string]string{"OCTOSTORE_TOKEN_FILE": "-", "OCTOSTORE_TOKEN": "other"}, "\u00a0stdin-token\r\n", "stdin-token", "", ""},
 		{"stdin empty", map[string]string{"OCTOSTORE_TOKEN_FILE": "-"}, " \n", "", "", "bearer token is empty"},
 		{"stdin two lines", map[string]string{"OCTOSTORE_TOKEN_FILE": "-"}, "a\nb\n", "", "", "bearer token must be one line"},
@@ -34,9 +34,9 @@ func TestLoadTokenSources(t *testing.T) {
 		{"stdin not utf8", map[string]string{"OCTOSTORE_TOKEN_FILE": "-"}, "a\xffb", "", "", "could not read token from stdin: stream did not contain valid UTF-8"},
 		{"empty file var takes precedence", map[string]string{"OCTOSTORE_TOKEN_FILE": "", "OCTOSTORE_TOKEN": "tok"}, "", "", "",
 			errTokenFileEmpty},
-		{"env token empty", map[string]string{"OCTOSTORE_TOKEN": ""}, "", "", TokenEnvWarning, "bearer token is empty"},
-		{"env token two lines", map[string]string{"OCTOSTORE_TOKEN": "a\nb"}, "", "", TokenEnvWarning, "bearer token must be one line"},
-		{"non-utf8 file var falls through", map[string]string{"OCTOSTORE_TOKEN_FILE": "\xff", "OCTOSTORE_TOKEN": "tok"}, "", "tok", TokenEnvWarning, ""},
+		{"env token empty", map[string]string{"OCTOSTORE_TOKEN": ""}, "", "", tokenEnvWarning, "bearer token is empty"},
+		{"env token two lines", map[string]string{"OCTOSTORE_TOKEN": "a\nb"}, "", "", tokenEnvWarning, "bearer token must be one line"},
+		{"non-utf8 file var falls through", map[string]string{"OCTOSTORE_TOKEN_FILE": "\xff", "OCTOSTORE_TOKEN": "tok"}, "", "tok", tokenEnvWarning, ""},
 		{"nothing", map[string]string{}, "", "", "", "lock commands require OCTOSTORE_TOKEN_FILE or OCTOSTORE_TOKEN"},
 	}
 	for _, tc := range cases {

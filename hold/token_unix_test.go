@@ -99,3 +99,31 @@ func TestLoadTokenFileChecksOrder(t *testing.T) {
 	_, _, err := LoadToken(envOf(map[string]string{"OCTOSTORE_TOKEN_FILE": p}), strings.NewReader(""))
 	requireUsage(t, err, ErrToken, "OCTOSTORE_TOKEN_FILE must be owned by the current user")
 }
+
+// ReadSecretFile gives any secret file the token file's checks, and every
+// error names the variable that named the file, not OCTOSTORE_TOKEN_FILE.
+func TestReadSecretFileNamesItsVariable(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(key, []byte("KEYMATERIAL\n"), 0o600))
+	require.NoError(t, os.Chmod(key, 0o640))
+	link := filepath.Join(dir, "link")
+	require.NoError(t, os.Symlink(key, link))
+
+	for _, tc := range []struct{ path, says string }{
+		{key, "OCTOSTORE_ETCD_KEY must have owner-only permissions (chmod 600)"},
+		{link, "could not open OCTOSTORE_ETCD_KEY safely: "},
+		{dir, "OCTOSTORE_ETCD_KEY must be a regular file"},
+	} {
+		_, err := ReadSecretFile(tc.path, "OCTOSTORE_ETCD_KEY")
+		require.ErrorIs(t, err, ErrToken, tc.path)
+		require.ErrorContains(t, err, tc.says, tc.path)
+		require.NotContains(t, err.Error(), "OCTOSTORE_TOKEN_FILE", tc.path)
+		require.NotContains(t, err.Error(), "KEYMATERIAL", tc.path)
+	}
+
+	require.NoError(t, os.Chmod(key, 0o600))
+	got, err := ReadSecretFile(key, "OCTOSTORE_ETCD_KEY")
+	require.NoError(t, err)
+	require.Equal(t, "KEYMATERIAL\n", got)
+}

@@ -10,38 +10,38 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// readTokenFile on Windows checks as much as Windows allows, all on the opened
+// readSecretFile on Windows checks as much as Windows allows, all on the opened
 // handle, not on the path, so nothing can be swapped in between: a regular
 // file, not a reparse point (symlink or junction) at the final component (the
 // handle is opened with FILE_FLAG_OPEN_REPARSE_POINT so it describes the link
 // itself), owned by the current user, and an ACL that lets no one else read it
 // (tokenACLProblem) - the counterpart of the Unix owner and chmod 600 checks.
-func readTokenFile(path string) (string, error) {
+func readSecretFile(path, name string) (string, error) {
 	p, err := windows.UTF16PtrFromString(path)
 	if err != nil {
-		return "", usageErrorCause(ErrToken, "could not open OCTOSTORE_TOKEN_FILE: "+err.Error(), err)
+		return "", usageErrorCause(ErrToken, "could not open "+name+": "+err.Error(), err)
 	}
 	h, err := windows.CreateFile(p, windows.GENERIC_READ, windows.FILE_SHARE_READ, nil,
 		windows.OPEN_EXISTING, windows.FILE_FLAG_OPEN_REPARSE_POINT|windows.FILE_FLAG_BACKUP_SEMANTICS, 0)
 	if err != nil {
-		return "", usageErrorCause(ErrToken, "could not open OCTOSTORE_TOKEN_FILE: "+osErrorText(err), err)
+		return "", usageErrorCause(ErrToken, "could not open "+name+": "+osErrorText(err), err)
 	}
 	f := os.NewFile(uintptr(h), path)
 	defer f.Close()
 	var info windows.ByHandleFileInformation
 	if err := windows.GetFileInformationByHandle(h, &info); err != nil {
-		return "", usageErrorCause(ErrToken, "could not inspect OCTOSTORE_TOKEN_FILE: "+osErrorText(err), err)
+		return "", usageErrorCause(ErrToken, "could not inspect "+name+": "+osErrorText(err), err)
 	}
 	const notRegular = windows.FILE_ATTRIBUTE_DIRECTORY | windows.FILE_ATTRIBUTE_REPARSE_POINT | windows.FILE_ATTRIBUTE_DEVICE
 	if info.FileAttributes&notRegular != 0 {
-		return "", usageError(ErrToken, "OCTOSTORE_TOKEN_FILE must be a regular file")
+		return "", usageError(ErrToken, name+" must be a regular file")
 	}
-	if msg := tokenACLProblem(h); msg != "" {
+	if msg := tokenACLProblem(h, name); msg != "" {
 		return "", usageError(ErrToken, msg)
 	}
 	raw, err := readAllUTF8(f)
 	if err != nil {
-		return "", usageErrorCause(ErrToken, "could not read OCTOSTORE_TOKEN_FILE: "+ioErrorText(err), err)
+		return "", usageErrorCause(ErrToken, "could not read "+name+": "+ioErrorText(err), err)
 	}
 	return raw, nil
 }
@@ -51,15 +51,15 @@ func readTokenFile(path string) (string, error) {
 const readRights = windows.FILE_READ_DATA | windows.GENERIC_READ | windows.GENERIC_ALL |
 	windows.WRITE_DAC | windows.WRITE_OWNER
 
-// tokenACLProblem returns why the token file's security descriptor lets
+// tokenACLProblem returns why the secret file's security descriptor lets
 // someone other than the current user read it, or "" when it does not. Local
 // System and the Administrators group are accepted as owner and as readers:
 // they can read every file whatever its ACL says (backup privilege, taking
 // ownership), as root can on Unix, and Windows puts them on a user's files by
 // default. A missing (NULL) DACL grants everyone everything; an allow entry of
 // a kind this check does not know is refused rather than guessed at.
-func tokenACLProblem(h windows.Handle) string {
-	const prefix = "OCTOSTORE_TOKEN_FILE "
+func tokenACLProblem(h windows.Handle, name string) string {
+	prefix := name + " "
 	sd, err := windows.GetSecurityInfo(h, windows.SE_FILE_OBJECT, windows.OWNER_SECURITY_INFORMATION|windows.DACL_SECURITY_INFORMATION)
 	if err != nil {
 		return prefix + "security could not be read: " + osErrorText(err)

@@ -13,10 +13,14 @@ import (
 type Kind int
 
 const (
+	// KindElection is `octostore election …`: a room with a leader.
 	KindElection Kind = iota
+	// KindLock is `octostore lock …`: a named mutual-exclusion lease.
 	KindLock
 )
 
+// String is the kind as events and human lines spell it: "election" or
+// "lock".
 func (k Kind) String() string {
 	if k == KindLock {
 		return "lock"
@@ -24,9 +28,9 @@ func (k Kind) String() string {
 	return "election"
 }
 
-// MaxConfiguredDuration caps every duration flag
+// maxConfiguredDuration caps every duration flag
 // (docs/protocol.md "Constants").
-const MaxConfiguredDuration = 24 * time.Hour
+const maxConfiguredDuration = 24 * time.Hour
 
 // ParseDuration parses --acquire-timeout and the three timeouts exactly as the
 // upstream CLI does (docs/protocol.md "Local validation"): surrounding
@@ -50,14 +54,14 @@ func ParseDuration(s string) (time.Duration, error) {
 	}
 	n, ok := parseRustU64(number)
 	if !ok {
-		return 0, usageError(ErrInvalidDuration, fmt.Sprintf("invalid duration '%s'", value))
+		return 0, usageError(errInvalidDuration, fmt.Sprintf("invalid duration '%s'", value))
 	}
 	if n > math.MaxUint64/multiplier {
-		return 0, usageError(ErrInvalidDuration, fmt.Sprintf("duration '%s' is too large", value))
+		return 0, usageError(errInvalidDuration, fmt.Sprintf("duration '%s' is too large", value))
 	}
 	ms := n * multiplier
-	if ms > uint64(MaxConfiguredDuration/time.Millisecond) {
-		return 0, usageError(ErrInvalidDuration, fmt.Sprintf("duration '%s' exceeds the 24h maximum", value))
+	if ms > uint64(maxConfiguredDuration/time.Millisecond) {
+		return 0, usageError(errInvalidDuration, fmt.Sprintf("duration '%s' exceeds the 24h maximum", value))
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }
@@ -86,27 +90,27 @@ func parseRustU64(s string) (uint64, bool) {
 // (docs/protocol.md "Local validation").
 func ValidateTimeouts(connect, request, shutdown time.Duration) error {
 	if connect == 0 || request == 0 || shutdown == 0 {
-		return usageError(ErrZeroTimeout, "timeouts must be greater than zero")
+		return usageError(errZeroTimeout, "timeouts must be greater than zero")
 	}
 	return nil
 }
 
 // TTL bounds per command family (docs/protocol.md "Local validation").
 const (
-	ElectionTTLMin = 5
-	ElectionTTLMax = 300
-	LockTTLMin     = 1
-	LockTTLMax     = 3600
+	electionTTLMin = 5
+	electionTTLMax = 300
+	lockTTLMin     = 1
+	lockTTLMax     = 3600
 )
 
 // ValidateTTL checks --ttl against the bounds of kind.
 func ValidateTTL(kind Kind, ttl uint32) error {
-	lo, hi := uint32(ElectionTTLMin), uint32(ElectionTTLMax)
+	lo, hi := uint32(electionTTLMin), uint32(electionTTLMax)
 	if kind == KindLock {
-		lo, hi = LockTTLMin, LockTTLMax
+		lo, hi = lockTTLMin, lockTTLMax
 	}
 	if ttl < lo || ttl > hi {
-		return usageError(ErrInvalidTTL, fmt.Sprintf("TTL must be between %d and %d seconds", lo, hi))
+		return usageError(errInvalidTTL, fmt.Sprintf("TTL must be between %d and %d seconds", lo, hi))
 	}
 	return nil
 }
@@ -119,12 +123,12 @@ const candidateMessage = "candidate must be 1-64 ASCII letters, digits, '.', '_'
 // can still be refused here.
 func ValidateCandidate(candidate string) error {
 	if len(candidate) == 0 || len(candidate) > 64 || !isASCIIAlnum(candidate[0]) {
-		return usageError(ErrInvalidCandidate, candidateMessage)
+		return usageError(errInvalidCandidate, candidateMessage)
 	}
 	for i := 1; i < len(candidate); i++ {
 		c := candidate[i]
 		if !isASCIIAlnum(c) && c != '-' && c != '_' && c != '.' && c != ':' {
-			return usageError(ErrInvalidCandidate, candidateMessage)
+			return usageError(errInvalidCandidate, candidateMessage)
 		}
 	}
 	return nil

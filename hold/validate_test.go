@@ -64,7 +64,7 @@ func TestParseDuration(t *testing.T) {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseDuration(tc.in)
 			if tc.err != "" {
-				requireUsage(t, err, ErrInvalidDuration, tc.err)
+				requireUsage(t, err, errInvalidDuration, tc.err)
 				return
 			}
 			require.NoError(t, err)
@@ -76,7 +76,7 @@ func TestParseDuration(t *testing.T) {
 func TestValidateTimeouts(t *testing.T) {
 	require.NoError(t, ValidateTimeouts(time.Millisecond, time.Second, time.Second))
 	for _, c := range [][3]time.Duration{{0, 1, 1}, {1, 0, 1}, {1, 1, 0}} {
-		requireUsage(t, ValidateTimeouts(c[0], c[1], c[2]), ErrZeroTimeout, "timeouts must be greater than zero")
+		requireUsage(t, ValidateTimeouts(c[0], c[1], c[2]), errZeroTimeout, "timeouts must be greater than zero")
 	}
 }
 
@@ -105,7 +105,7 @@ func TestValidateTTL(t *testing.T) {
 			require.NoError(t, err, "%v %d", tc.kind, tc.ttl)
 			continue
 		}
-		requireUsage(t, err, ErrInvalidTTL, tc.err)
+		requireUsage(t, err, errInvalidTTL, tc.err)
 	}
 }
 
@@ -118,7 +118,7 @@ func TestValidateCandidate(t *testing.T) {
 		require.NoError(t, ValidateCandidate(c), c)
 	}
 	for _, c := range bad {
-		requireUsage(t, ValidateCandidate(c), ErrInvalidCandidate,
+		requireUsage(t, ValidateCandidate(c), errInvalidCandidate,
 			"candidate must be 1-64 ASCII letters, digits, '.', '_', ':', or '-', starting with a letter or digit")
 	}
 }

@@ -21,12 +21,12 @@ const (
 	Signalled
 )
 
-// Timers is implemented by a Clock whose waits must follow it rather than
+// timers is implemented by a Clock whose waits must follow it rather than
 // the process's real timers: a test clock that moves only when told to fires
 // the timers it passes at once, so a test never sleeps for a deadline its
 // clock has already reached. A Clock without it (SystemClock) gets
 // time.NewTimer.
-type Timers interface {
+type timers interface {
 	// NewTimer returns a channel that receives once d has passed, and a
 	// function that stops the timer. Firing early is allowed: every wait
 	// re-reads the clock when its timer fires.
@@ -34,7 +34,7 @@ type Timers interface {
 }
 
 func newTimer(c Clock, d time.Duration) (<-chan time.Time, func() bool) {
-	if t, ok := c.(Timers); ok {
+	if t, ok := c.(timers); ok {
 		return t.NewTimer(d)
 	}
 	t := time.NewTimer(d)
@@ -50,17 +50,20 @@ func newTimer(c Clock, d time.Duration) (<-chan time.Time, func() bool) {
 //
 // A Waiter belongs to one run and is not safe for concurrent use.
 type Waiter struct {
-	Clock   Clock
+	// Clock is the run's clock; deadlines are read on it, never on time.Now.
+	Clock Clock
+	// Signals delivers SIGINT/SIGTERM; a watching wait ends on one.
 	Signals <-chan os.Signal
-	Ctx     context.Context
+	// Ctx is the run's lifetime; its cancellation counts as SIGTERM.
+	Ctx context.Context
 	// Signal is the signal that ended the last Signalled wait.
 	Signal os.Signal
 }
 
-// SignalExit is the exit status for the signal that ended the last
+// signalExit is the exit status for the signal that ended the last
 // Signalled wait: 143 for SIGTERM (and a cancelled context), 130 for SIGINT
 // and anything else.
-func (w *Waiter) SignalExit() int {
+func (w *Waiter) signalExit() int {
 	if w.Signal == syscall.SIGTERM {
 		return ExitSIGTERM
 	}
@@ -75,8 +78,8 @@ func (w *Waiter) Sleep(d Deadline, watch bool) (Outcome, error) {
 	return o, err
 }
 
-// SleepFor is Sleep until d from now.
-func (w *Waiter) SleepFor(d time.Duration, watch bool) (Outcome, error) {
+// sleepFor is Sleep until d from now.
+func (w *Waiter) sleepFor(d time.Duration, watch bool) (Outcome, error) {
 	dl, err := within(w.Clock, d)
 	if err != nil {
 		return DeadlineReached, err

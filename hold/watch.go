@@ -23,30 +23,30 @@ import (
 // reconnect reads status first, so what is printed is always the server's
 // status, never a stream payload.
 
-// ErrSSEFrameTooLarge is the watch's one fatal stream condition (exit 70): a
-// frame, or unterminated pending data, longer than MaxSSEFrameBytes. Its text
+// errSSEFrameTooLarge is the watch's one fatal stream condition (exit 70): a
+// frame, or unterminated pending data, longer than maxSSEFrameBytes. Its text
 // is upstream's diagnostic.
-var ErrSSEFrameTooLarge = errors.New("watch SSE frame exceeded " + strconv.Itoa(MaxSSEFrameBytes) + " bytes")
+var errSSEFrameTooLarge = errors.New("watch SSE frame exceeded " + strconv.Itoa(maxSSEFrameBytes) + " bytes")
 
 // watchStreamTimeout replaces the request timeout for the stream itself:
 // upstream raises it to 24 h so an idle but healthy stream is never cut.
 const watchStreamTimeout = 24 * time.Hour
 
-// SSEFrames splits a server-sent-events byte stream into frames the way the
+// sseFrames splits a server-sent-events byte stream into frames the way the
 // upstream CLI does: a frame ends at the first "\n\n", else at the first
 // "\r\n\r\n", and the size check happens before bytes are buffered, so a
-// hostile server cannot make the client hold more than MaxSSEFrameBytes.
+// hostile server cannot make the client hold more than maxSSEFrameBytes.
 // The zero value is ready to use.
-type SSEFrames struct {
+type sseFrames struct {
 	buf []byte
 }
 
 // Feed adds one chunk and returns the frames it completed, in order,
 // terminators included. When the chunk would make a frame (or the pending
-// unterminated data) exceed MaxSSEFrameBytes, Feed returns the frames that
-// completed before that point together with ErrSSEFrameTooLarge; the stream
+// unterminated data) exceed maxSSEFrameBytes, Feed returns the frames that
+// completed before that point together with errSSEFrameTooLarge; the stream
 // must then be abandoned.
-func (s *SSEFrames) Feed(chunk []byte) ([][]byte, error) {
+func (s *sseFrames) Feed(chunk []byte) ([][]byte, error) {
 	var frames [][]byte
 	for len(chunk) > 0 {
 		n, err := s.appendBytes(chunk)
@@ -67,13 +67,13 @@ func (s *SSEFrames) Feed(chunk []byte) ([][]byte, error) {
 }
 
 // Pending is the number of buffered bytes of the unfinished frame.
-func (s *SSEFrames) Pending() int { return len(s.buf) }
+func (s *sseFrames) Pending() int { return len(s.buf) }
 
 // appendBytes buffers p up to and including the first frame terminator that
 // p completes (looking back over the last three buffered bytes, since a
 // terminator can straddle chunks), refusing anything that would exceed the
 // cap. It returns how many bytes of p it took.
-func (s *SSEFrames) appendBytes(p []byte) (int, error) {
+func (s *sseFrames) appendBytes(p []byte) (int, error) {
 	var tail [8]byte
 	suffix := append(tail[:0], s.buf[max(len(s.buf)-3, 0):]...)
 	frameEnd := -1
@@ -89,12 +89,12 @@ func (s *SSEFrames) appendBytes(p []byte) (int, error) {
 	}
 	n := len(p)
 	if frameEnd >= 0 {
-		if frameEnd > MaxSSEFrameBytes {
-			return 0, ErrSSEFrameTooLarge
+		if frameEnd > maxSSEFrameBytes {
+			return 0, errSSEFrameTooLarge
 		}
 		n = frameEnd - len(s.buf)
-	} else if len(s.buf)+len(p) > MaxSSEFrameBytes {
-		return 0, ErrSSEFrameTooLarge
+	} else if len(s.buf)+len(p) > maxSSEFrameBytes {
+		return 0, errSSEFrameTooLarge
 	}
 	s.buf = append(s.buf, p[:n]...)
 	return n, nil
@@ -111,10 +111,10 @@ func findSSEFrame(b []byte) int {
 	return -1
 }
 
-// SSERetryMS returns the reconnect guidance of a frame: the first line of the
+// sseRetryMS returns the reconnect guidance of a frame: the first line of the
 // form "retry:<u64>" (a trailing CR dropped, the value trimmed) whose value
 // parses; lines that do not parse are skipped.
-func SSERetryMS(frame []byte) (uint64, bool) {
+func sseRetryMS(frame []byte) (uint64, bool) {
 	for _, line := range bytes.Split(frame, []byte("\n")) {
 		line = bytes.TrimSuffix(line, []byte("\r"))
 		v, ok := bytes.CutPrefix(line, []byte("retry:"))
@@ -128,9 +128,9 @@ func SSERetryMS(frame []byte) (uint64, bool) {
 	return 0, false
 }
 
-// SSEHasData reports whether any line of the frame begins with "data:"; its
+// sseHasData reports whether any line of the frame begins with "data:"; its
 // content is never looked at, only that the server signalled a change.
-func SSEHasData(frame []byte) bool {
+func sseHasData(frame []byte) bool {
 	for _, line := range bytes.Split(frame, []byte("\n")) {
 		if bytes.HasPrefix(line, []byte("data:")) {
 			return true
@@ -139,21 +139,21 @@ func SSEHasData(frame []byte) bool {
 	return false
 }
 
-// ReconnectDelay is the wait before the next connection: the stream's
+// reconnectDelay is the wait before the next connection: the stream's
 // retry: guidance when it sent one (clamped, at least 100 ms, later-only
 // jitter; a server sending 0 still cannot cause a request storm), else local
 // backoff by attempt (docs/protocol.md "Watch" step 4).
-func ReconnectDelay(guidanceMS *uint64, attempt uint32, bp uint32) time.Duration {
+func reconnectDelay(guidanceMS *uint64, attempt uint32, bp uint32) time.Duration {
 	if guidanceMS != nil {
-		return GuidedWaitDelay(*guidanceMS, bp)
+		return guidedWaitDelay(*guidanceMS, bp)
 	}
 	return BackoffWaitDelay(attempt, bp)
 }
 
-// Watch is `octostore election watch` / `octostore lock watch`
+// watch is `octostore election watch` / `octostore lock watch`
 // (docs/protocol.md "Watch"). All fields are inputs; validation and loading the
 // token are the caller's job.
-type Watch struct {
+type watch struct {
 	Client *Client
 	// Kind selects the election or lock routes; Name is the raw election id
 	// or lock name.
@@ -176,7 +176,7 @@ type Watch struct {
 // SIGTERM) or 143 (SIGTERM, or ctx cancelled), or 70 when the initial status
 // read or the stream connection fails non-retryably, or a frame exceeds the
 // cap. Never 0.
-func (w *Watch) Run(ctx context.Context, signals <-chan os.Signal) int {
+func (w *watch) Run(ctx context.Context, signals <-chan os.Signal) int {
 	defaults(&w.Clock, &w.Jitter, &w.Out, &w.Diag)
 	r := &watchRun{w: w, waiter: &Waiter{Clock: w.Clock, Signals: signals, Ctx: ctx}}
 	return r.run()
@@ -184,7 +184,7 @@ func (w *Watch) Run(ctx context.Context, signals <-chan os.Signal) int {
 
 // watchRun is one Run's state.
 type watchRun struct {
-	w       *Watch
+	w       *watch
 	waiter  *Waiter
 	seq     uint64
 	attempt uint32
@@ -199,7 +199,7 @@ func (r *watchRun) stopped() int {
 		r.diag(r.err.Error())
 		return ExitSoftware
 	}
-	return r.waiter.SignalExit()
+	return r.waiter.signalExit()
 }
 
 func (r *watchRun) diag(msg string) {
@@ -235,7 +235,7 @@ func (r *watchRun) run() int {
 		switch {
 		case f == nil:
 			r.print(snap)
-		case f.RetryableBeforeAcquire():
+		case f.retryableBeforeAcquire():
 			r.diag("watch reconcile failed: " + r.safe(f))
 		default:
 			r.diag(r.safe(f))
@@ -258,7 +258,7 @@ func (r *watchRun) run() int {
 		}
 
 		// Step 4: wait, then go round again (status first).
-		delay := ReconnectDelay(guidance, r.attempt, r.w.Jitter())
+		delay := reconnectDelay(guidance, r.attempt, r.w.Jitter())
 		r.nextAttempt()
 		if !r.sleep(delay) {
 			return r.stopped()
@@ -311,10 +311,10 @@ type statusResult struct {
 func (r *watchRun) status() (snapshot, *Failure, bool) {
 	res, timedOut, interrupted := watchWait(r, r.w.Client.requestTimeout, func(ctx context.Context) statusResult {
 		if r.w.Kind == KindLock {
-			s, err := GetLockStatus(ctx, r.w.Client, r.w.Name, r.w.Token)
+			s, err := getLockStatus(ctx, r.w.Client, r.w.Name, r.w.Token)
 			return statusResult{snapshot{json: s.JSON(r.w.Token), status: s.Status}, err}
 		}
-		s, err := GetElectionStatus(ctx, r.w.Client, r.w.Name)
+		s, err := getElectionStatus(ctx, r.w.Client, r.w.Name)
 		return statusResult{snapshot{json: s.Snapshot(), status: s.Status}, err}
 	})
 	switch {
@@ -334,32 +334,39 @@ func (r *watchRun) print(s snapshot) {
 	if r.seq < ^uint64(0) {
 		r.seq++
 	}
-	server := r.w.Client.Server().URL
+	server := r.w.Client.server.URL
 	if !r.w.JSON {
 		fmt.Fprintf(r.w.Out, "%s %s · %s · authority %s\n", r.w.Kind,
 			TerminalSafe(Redact(r.w.Name, r.w.Token)), TerminalSafe(Redact(s.status, r.w.Token)), TerminalSafe(server))
 		return
 	}
+	// One Write per line, so a reader never sees half a snapshot.
+	_, _ = r.w.Out.Write(SnapshotLine(r.seq, r.w.Kind, r.w.Name, server, s.json, r.w.Clock.Wall()))
+}
+
+// SnapshotLine is one --json line of a watch (docs/protocol.md "Watch"
+// output): snapshot is the status object as `status --json` prints it. Every
+// authority's watch prints through it, so their lines agree byte for byte.
+func SnapshotLine(seq uint64, kind Kind, name, server string, snapshot []byte, observed time.Time) []byte {
 	var w jsonWriter
-	w.raw(`{"schema_version":1,"sequence":` + strconv.FormatUint(r.seq, 10) + `,"event":"snapshot","kind":`)
-	w.str(r.w.Kind.String())
+	w.raw(`{"schema_version":1,"sequence":` + strconv.FormatUint(seq, 10) + `,"event":"snapshot","kind":`)
+	w.str(kind.String())
 	w.raw(`,"name":`)
-	w.str(r.w.Name)
+	w.str(name)
 	w.raw(`,"server":`)
 	w.str(server)
 	w.raw(`,"snapshot":`)
-	w.raw(string(s.json))
+	w.raw(string(snapshot))
 	w.raw(`,"observed_at":`)
-	w.str(events.FormatTimestamp(r.w.Clock.Wall()))
+	w.str(events.FormatTimestamp(observed))
 	w.raw("}\n")
-	// One Write per line, so a reader never sees half a snapshot.
-	_, _ = r.w.Out.Write(w.bytes())
+	return w.bytes()
 }
 
 // sleep waits d; false means a signal (or ctx, or a clock failure) came
 // first.
 func (r *watchRun) sleep(d time.Duration) bool {
-	o, err := r.waiter.SleepFor(d, true)
+	o, err := r.waiter.sleepFor(d, true)
 	if err != nil {
 		r.err = err
 		return false
@@ -371,7 +378,7 @@ func (r *watchRun) sleep(d time.Duration) bool {
 // retry_after_ms guidance when it has one, else local backoff.
 func (r *watchRun) backoff(msg string, f *Failure) (int, bool) {
 	r.diag(msg)
-	delay := WaitDelay(f, r.attempt, r.w.Jitter())
+	delay := waitDelay(f, r.attempt, r.w.Jitter())
 	r.nextAttempt()
 	if !r.sleep(delay) {
 		return r.stopped(), true
@@ -392,10 +399,10 @@ type doResult struct {
 func (r *watchRun) connect() (resp *http.Response, end context.CancelFunc, code int, stop bool) {
 	c := r.w.Client
 	ctx, cancel := context.WithTimeout(context.Background(), watchStreamTimeout)
-	req, err := c.newRequest(ctx, Request{Method: http.MethodGet, Path: r.path(), Accept: "text/event-stream", Bearer: r.w.Token})
+	req, err := c.newRequest(ctx, request{Method: http.MethodGet, Path: r.path(), Accept: "text/event-stream", Bearer: r.w.Token})
 	if err != nil {
 		cancel()
-		code, stop = r.backoff("watch connection failed: "+transportFailure(err).Diagnostic(), nil)
+		code, stop = r.backoff("watch connection failed: "+transportFailure(err).diagnostic(), nil)
 		return nil, nil, code, stop
 	}
 	res, timedOut, interrupted := watchWait(r, c.requestTimeout, func(ctx context.Context) doResult {
@@ -424,7 +431,7 @@ func (r *watchRun) connect() (resp *http.Response, end context.CancelFunc, code 
 	case timedOut:
 		code, stop = r.backoff("watch connection timed out before response headers", nil)
 	case res.err != nil:
-		code, stop = r.backoff("watch connection failed: "+transportFailure(res.err).Diagnostic(), nil)
+		code, stop = r.backoff("watch connection failed: "+transportFailure(res.err).diagnostic(), nil)
 	default:
 		code, stop = r.refused(res.resp, cancel)
 	}
@@ -443,7 +450,7 @@ func (r *watchRun) refused(resp *http.Response, cancel context.CancelFunc) (code
 	case timedOut:
 		f = &Failure{Code: CodeTransportError, Details: "watch error response body timed out", Transport: true,
 			Cause: context.DeadlineExceeded}
-	case !f.RetryableBeforeAcquire():
+	case !f.retryableBeforeAcquire():
 		r.diag(r.safe(f))
 		return ExitSoftware, true
 	}
@@ -478,7 +485,7 @@ func (r *watchRun) stream(resp *http.Response, cancel context.CancelFunc) (guida
 		resp.Body.Close()
 	}()
 	buf := make([]byte, 32<<10)
-	var frames SSEFrames
+	var frames sseFrames
 	for {
 		c, _, interrupted := watchWait(r, 0, func(ctx context.Context) chunk {
 			return onCancel(ctx, cancel, func() chunk {
@@ -508,10 +515,10 @@ func (r *watchRun) stream(resp *http.Response, cancel context.CancelFunc) (guida
 // data frame triggers a status read whose snapshot is printed.
 func (r *watchRun) frames(frames [][]byte, guidance **uint64) (code int, stop bool) {
 	for _, frame := range frames {
-		if g, ok := SSERetryMS(frame); ok {
+		if g, ok := sseRetryMS(frame); ok {
 			*guidance = &g
 		}
-		if !SSEHasData(frame) {
+		if !sseHasData(frame) {
 			continue
 		}
 		snap, f, signalled := r.status()

@@ -20,7 +20,7 @@ import (
 
 // feedAll feeds chunks in order and returns every frame and the first error.
 func feedAll(chunks ...string) ([]string, int, error) {
-	var s SSEFrames
+	var s sseFrames
 	var out []string
 	for _, c := range chunks {
 		frames, err := s.Feed([]byte(c))
@@ -74,30 +74,30 @@ func TestSSEFramesSplit(t *testing.T) {
 func TestSSEFramesCap(t *testing.T) {
 	data := func(n int) string { return "data: " + strings.Repeat("x", n-8) + "\n\n" } // a frame of n bytes
 
-	frames, _, err := feedAll(data(MaxSSEFrameBytes))
+	frames, _, err := feedAll(data(maxSSEFrameBytes))
 	require.NoError(t, err, "a frame of exactly 65536 bytes fits")
 	require.Len(t, frames, 1)
 
-	_, _, err = feedAll(data(MaxSSEFrameBytes + 1))
-	require.ErrorIs(t, err, ErrSSEFrameTooLarge)
+	_, _, err = feedAll(data(maxSSEFrameBytes + 1))
+	require.ErrorIs(t, err, errSSEFrameTooLarge)
 	require.EqualError(t, err, "watch SSE frame exceeded 65536 bytes")
 
 	// Frames completed earlier in the same chunk are still returned.
-	frames, _, err = feedAll("data: a\n\n" + data(MaxSSEFrameBytes+1))
-	require.ErrorIs(t, err, ErrSSEFrameTooLarge)
+	frames, _, err = feedAll("data: a\n\n" + data(maxSSEFrameBytes+1))
+	require.ErrorIs(t, err, errSSEFrameTooLarge)
 	require.Equal(t, []string{"data: a\n\n"}, frames)
 
 	// Unterminated: 65536 pending bytes are allowed, one more is not, even
 	// when the next byte would have ended the frame.
-	big := strings.Repeat("y", MaxSSEFrameBytes)
+	big := strings.Repeat("y", maxSSEFrameBytes)
 	_, pending, err := feedAll(big[:40000], big[40000:])
 	require.NoError(t, err)
-	require.Equal(t, MaxSSEFrameBytes, pending)
+	require.Equal(t, maxSSEFrameBytes, pending)
 	_, _, err = feedAll(big, "z")
-	require.ErrorIs(t, err, ErrSSEFrameTooLarge)
-	_, _, err = feedAll(big[:MaxSSEFrameBytes-1], "\n\n")
-	require.ErrorIs(t, err, ErrSSEFrameTooLarge)
-	frames, _, err = feedAll(big[:MaxSSEFrameBytes-2], "\n\n")
+	require.ErrorIs(t, err, errSSEFrameTooLarge)
+	_, _, err = feedAll(big[:maxSSEFrameBytes-1], "\n\n")
+	require.ErrorIs(t, err, errSSEFrameTooLarge)
+	frames, _, err = feedAll(big[:maxSSEFrameBytes-2], "\n\n")
 	require.NoError(t, err)
 	require.Len(t, frames, 1)
 }
@@ -113,7 +113,7 @@ func TestSSERetryAndData(t *testing.T) {
 		"data: retry:5\n\n":                      -1,
 		"retry:18446744073709551616\n\n":         -1,
 	} {
-		got, ok := SSERetryMS([]byte(frame))
+		got, ok := sseRetryMS([]byte(frame))
 		if want < 0 {
 			require.False(t, ok, "%q", frame)
 			continue
@@ -121,24 +121,24 @@ func TestSSERetryAndData(t *testing.T) {
 		require.True(t, ok, "%q", frame)
 		require.Equal(t, uint64(want), got, "%q", frame)
 	}
-	require.True(t, SSEHasData([]byte("event: state\nretry:1000\ndata: {}\n\n")))
-	require.True(t, SSEHasData([]byte("data:\n\n")))
-	require.False(t, SSEHasData([]byte(": keepalive\n\n")))
-	require.False(t, SSEHasData([]byte(" data: x\n\n")))
-	require.False(t, SSEHasData([]byte("event: data\n\n")))
+	require.True(t, sseHasData([]byte("event: state\nretry:1000\ndata: {}\n\n")))
+	require.True(t, sseHasData([]byte("data:\n\n")))
+	require.False(t, sseHasData([]byte(": keepalive\n\n")))
+	require.False(t, sseHasData([]byte(" data: x\n\n")))
+	require.False(t, sseHasData([]byte("event: data\n\n")))
 }
 
 // Stream guidance is honoured exactly like server retry_after_ms (clamped,
 // 100 ms floor, later jitter only); without it, local backoff by attempt.
 func TestReconnectDelay(t *testing.T) {
 	g := func(v uint64) *uint64 { return &v }
-	require.Equal(t, 1000*time.Millisecond, ReconnectDelay(g(1000), 7, 0))
-	require.Equal(t, 1100*time.Millisecond, ReconnectDelay(g(1000), 7, 1000))
-	require.Equal(t, 100*time.Millisecond, ReconnectDelay(g(0), 0, 0), "retry:0 must not cause a request storm")
-	require.Equal(t, 300*time.Second, ReconnectDelay(g(1<<62), 0, 0))
-	require.Equal(t, 500*time.Millisecond, ReconnectDelay(nil, 0, 0))
-	require.Equal(t, 16*time.Second, ReconnectDelay(nil, 5, 0))
-	require.Equal(t, 16*time.Second, ReconnectDelay(nil, 50, 0))
+	require.Equal(t, 1000*time.Millisecond, reconnectDelay(g(1000), 7, 0))
+	require.Equal(t, 1100*time.Millisecond, reconnectDelay(g(1000), 7, 1000))
+	require.Equal(t, 100*time.Millisecond, reconnectDelay(g(0), 0, 0), "retry:0 must not cause a request storm")
+	require.Equal(t, 300*time.Second, reconnectDelay(g(1<<62), 0, 0))
+	require.Equal(t, 500*time.Millisecond, reconnectDelay(nil, 0, 0))
+	require.Equal(t, 16*time.Second, reconnectDelay(nil, 5, 0))
+	require.Equal(t, 16*time.Second, reconnectDelay(nil, 50, 0))
 }
 
 // --- watch loop against testbin/authority ---
@@ -205,7 +205,7 @@ func (s *watchSink) all() []string {
 
 type watchRunT struct {
 	t       *testing.T
-	w       *Watch
+	w       *watch
 	out     *watchSink
 	diag    *watchDiag
 	signals chan os.Signal
@@ -220,7 +220,7 @@ func startWatch(t *testing.T, f *fake, kind Kind, name, token string, requestTim
 	require.NoError(t, err)
 	t.Cleanup(c.CloseIdleConnections)
 	r := &watchRunT{t: t, out: &watchSink{ch: make(chan stampedLine, 1000)}, diag: &watchDiag{}}
-	r.w = &Watch{Client: c, Kind: kind, Name: name, Token: token, JSON: json, Jitter: FixedJitter(0), Out: r.out, Diag: r.diag}
+	r.w = &watch{Client: c, Kind: kind, Name: name, Token: token, JSON: json, Jitter: FixedJitter(0), Out: r.out, Diag: r.diag}
 	r.signals, r.done = runInBackground(t, r.w.Run)
 	return r
 }
@@ -367,14 +367,14 @@ func TestWatchOversizedFrame(t *testing.T) {
 	f := startFake(t)
 	id := f.createElection()
 	// The fake's frame is "data: " + N bytes + "\n\n".
-	f.fault(map[string]any{"route": "election_watch", "kind": "sse", "sse_frame_bytes": MaxSSEFrameBytes - 8, "count": 1})
+	f.fault(map[string]any{"route": "election_watch", "kind": "sse", "sse_frame_bytes": maxSSEFrameBytes - 8, "count": 1})
 	r := startWatch(t, f, KindElection, id, "", 10*time.Second, true)
 	for i := 1; i <= 3; i++ {
 		require.Contains(t, r.line(), `"sequence":`+string(rune('0'+i))+`,`)
 	}
 	require.Equal(t, ExitSIGINT, r.stop(syscall.SIGINT))
 
-	f.fault(map[string]any{"route": "election_watch", "kind": "sse", "sse_frame_bytes": MaxSSEFrameBytes - 7, "count": 1})
+	f.fault(map[string]any{"route": "election_watch", "kind": "sse", "sse_frame_bytes": maxSSEFrameBytes - 7, "count": 1})
 	r = startWatch(t, f, KindElection, id, "", 10*time.Second, true)
 	r.line()
 	require.Equal(t, ExitSoftware, r.exit())
@@ -468,7 +468,7 @@ func TestWatchFailures(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan int, 1)
 		go func() {
-			done <- (&Watch{Client: c, Kind: KindElection, Name: "room-0001", JSON: true, Out: out}).Run(ctx, nil)
+			done <- (&watch{Client: c, Kind: KindElection, Name: "room-0001", JSON: true, Out: out}).Run(ctx, nil)
 		}()
 		<-out.ch
 		cancel()

@@ -9,4 +9,7 @@
 // The one place it starts a process is Job.Start on Windows, because a program
 // must be created suspended and put in its job before its first instruction.
 // Everything called on the teardown path is safe there: none of it forks or execs.
+//
+// Its exported API serves this module's packages; it is internal to this
+// module, with no compatibility promise.
 package platform

@@ -4,4 +4,7 @@
 //
 // This package is the command line only: flags, environment variables, usage
 // errors and exit codes. The lifecycle and containment live in package contain.
+//
+// A command, not a library: its flags, output and exit codes (README.md,
+// docs/usage.md) are its interface; it exports no Go API.
 package main

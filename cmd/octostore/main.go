@@ -3,6 +3,9 @@
 // or the host-local authority (--server local). The command line lives in
 // internal/holdcli, so octostore-supervisor can run the same client as its
 // embedded hold.
+//
+// A command, not a library: its flags, output and exit codes (README.md,
+// docs/usage.md) are its interface; it exports no Go API.
 package main
 
 import (

@@ -2,7 +2,8 @@
 // (`--server etcd://HOST:PORT[,HOST:PORT…][/PREFIX]` or `etcds://…`), one
 // more implementation of hold.Authority. It prints the same JSONL events,
 // budgets and exit codes as the HTTP authority; only the way authority is
-// won and proven differs. Its API is for use inside this module only.
+// won and proven differs. Its API is internal to this module, with no
+// compatibility promise.
 //
 // It is built on raw lease, txn and watch calls, never on
 // client/v3/concurrency: a concurrency.Session's deadline is its receipt time

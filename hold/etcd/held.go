@@ -117,7 +117,7 @@ func (r *run) renewed(start hold.Instant, wall time.Time, p proof) (int, bool, e
 func (r *run) lost(why string) int {
 	r.diag("authority lost: %s", why)
 	term, exp := uint64(r.c.term), r.c.expires
-	r.em.Emit(events.Lost, hold.Fields{Term: &term, ExpiresAt: &exp, Reason: ReasonLeaseNotCurrent})
+	r.em.Emit(events.Lost, hold.Fields{Term: &term, ExpiresAt: &exp, Reason: reasonLeaseNotCurrent})
 	return hold.ExitLost
 }
 

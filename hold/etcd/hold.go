@@ -3,7 +3,6 @@ package etcd
 import (
 	"context"
 	"errors"
-	"io"
 	"math"
 	"os"
 	"syscall"
@@ -15,8 +14,8 @@ import (
 	"github.com/octostore-supervisor/supervisor/hold"
 )
 
-// ReasonLeaseNotCurrent is the lost reason when our key or lease is gone.
-const ReasonLeaseNotCurrent = "lease_not_current"
+// reasonLeaseNotCurrent is the lost reason when our key or lease is gone.
+const reasonLeaseNotCurrent = "lease_not_current"
 
 // shortTTL: below it a cluster leader election (1–2 s measured) can make a
 // healthy hold uncertain.
@@ -71,21 +70,7 @@ type candidacy struct {
 }
 
 func newRun(a *Authority, ctx context.Context, spec hold.HoldSpec, signals <-chan os.Signal) *run {
-	if spec.Clock == nil {
-		spec.Clock = hold.SystemClock{}
-	}
-	if spec.Jitter == nil {
-		spec.Jitter = hold.RandomJitter
-	}
-	if spec.Out == nil {
-		spec.Out = io.Discard
-	}
-	if spec.Diag == nil {
-		spec.Diag = io.Discard
-	}
-	if spec.ShutdownTimeout <= 0 {
-		spec.ShutdownTimeout = hold.MaxShutdownBudget
-	}
+	spec = spec.WithDefaults()
 	r := &run{a: a, spec: spec, em: hold.NewEmitter(spec, a.Server()),
 		w: &hold.Waiter{Clock: spec.Clock, Signals: signals, Ctx: ctx}, dir: a.t.namePrefix(spec.Kind, spec.Name)}
 	if spec.AcquireTimeout != nil {

@@ -86,7 +86,7 @@ func TestOwnKeyDeletedIsLostAtOnceAndNeverReacquired(t *testing.T) {
 		require.NoError(t, err)
 		deleted := time.Now()
 		lost := h.waitEvent(t, "lost", 5*time.Second)
-		require.Equal(t, ReasonLeaseNotCurrent, lost["reason_code"])
+		require.Equal(t, reasonLeaseNotCurrent, lost["reason_code"])
 		at, err := time.Parse(time.RFC3339Nano, lost["observed_at"].(string))
 		require.NoError(t, err)
 		require.Less(t, at.Sub(deleted), 100*time.Millisecond, "lost must follow the delete within 100 ms")
@@ -114,7 +114,7 @@ func TestLeaseRevokedIsLost(t *testing.T) {
 		_, err := c.Revoke(ctx, leaseOf(t, c, key))
 		require.NoError(t, err)
 		lost := h.waitEvent(t, "lost", 5*time.Second)
-		require.Equal(t, ReasonLeaseNotCurrent, lost["reason_code"])
+		require.Equal(t, reasonLeaseNotCurrent, lost["reason_code"])
 		require.Equal(t, hold.ExitLost, h.exit(t, 5*time.Second))
 	})
 }

@@ -2,7 +2,6 @@ package etcd
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"os"
@@ -127,7 +126,7 @@ func tlsConfig(t target, env hold.LookupEnv) (*tls.Config, error) {
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if hasCA {
-		pool, err := loadCABundle(ca)
+		pool, err := hold.LoadCABundle(&ca)
 		if err != nil {
 			return nil, err
 		}
@@ -143,7 +142,7 @@ func tlsConfig(t target, env hold.LookupEnv) (*tls.Config, error) {
 	if err != nil {
 		return nil, &hold.UsageError{Msg: "could not read " + envCert + " " + cert + ": " + err.Error(), Class: hold.ErrToken, Cause: err}
 	}
-	keyPEM, err := readSecretFile(key, envKey)
+	keyPEM, err := hold.ReadSecretFile(key, envKey)
 	if err != nil {
 		return nil, err
 	}
@@ -154,23 +153,6 @@ func tlsConfig(t target, env hold.LookupEnv) (*tls.Config, error) {
 	}
 	cfg.Certificates = []tls.Certificate{pair}
 	return cfg, nil
-}
-
-// loadCABundle adds the PEM certificates of path to the system roots.
-// TODO(lead): export hold's loadCABundle (stricter PEM parsing) and use it here.
-func loadCABundle(path string) (*x509.CertPool, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, &hold.UsageError{Msg: "could not read " + envCABundle + " " + path + ": " + err.Error(), Class: hold.ErrCABundle, Cause: err}
-	}
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	if !pool.AppendCertsFromPEM(data) {
-		return nil, &hold.UsageError{Msg: envCABundle + " contains no certificates", Class: hold.ErrCABundle}
-	}
-	return pool, nil
 }
 
 // credentials reads etcd's user:password from OCTOSTORE_TOKEN_FILE with the

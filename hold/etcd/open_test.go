@@ -1,6 +1,13 @@
 package etcd
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -65,7 +72,7 @@ func envOf(m map[string]string) hold.LookupEnv {
 // error, whatever is wrong with the files holding them.
 func TestSecretsNeverPrinted(t *testing.T) {
 	if runtime.GOOS == "windows" {
-		t.Skip("the owner-only checks are the token file's; Windows refuses client keys for now (TODO(lead))")
+		t.Skip("the files here differ only in their mode bits; Windows checks ACLs instead (hold.ReadSecretFile, tested in package hold)")
 	}
 	dir := t.TempDir()
 	const password = "s3cr3t-Pa55"
@@ -101,6 +108,34 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	require.NotContains(t, err.Error(), "TOPSECRETKEYMATERIAL")
 	_, err = Open("etcd://127.0.0.1", tlsEnv, false)
 	require.ErrorContains(t, err, "etcds://", "a client certificate is not silently ignored over cleartext")
+}
+
+// OCTOSTORE_CA_BUNDLE is read as the HTTP client reads it: a damaged PEM
+// block beside a good certificate refuses the bundle rather than quietly
+// trusting less than the file says.
+func TestCABundleIsParsedStrictly(t *testing.T) {
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	require.NoError(t, err)
+	good := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, data, 0o644))
+		return p
+	}
+
+	a, err := Open("etcds://127.0.0.1", envOf(map[string]string{envCABundle: write("good.pem", good)}), false)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+
+	damaged := append(append([]byte{}, good...), "-----BEGIN CERTIFICATE-----\nnot base64\n"...)
+	_, err = Open("etcds://127.0.0.1", envOf(map[string]string{envCABundle: write("damaged.pem", damaged)}), false)
+	require.ErrorIs(t, err, hold.ErrCABundle)
+	require.ErrorContains(t, err, "could not parse OCTOSTORE_CA_BUNDLE")
 }
 
 func TestVersionFloor(t *testing.T) {

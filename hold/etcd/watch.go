@@ -3,15 +3,12 @@ package etcd
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
-	"strconv"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/octostore-supervisor/supervisor/events"
 	"github.com/octostore-supervisor/supervisor/hold"
 )
 
@@ -150,36 +147,5 @@ func (w *watchRun) print(st status) {
 		_, _ = w.spec.Out.Write([]byte(w.spec.Kind.String() + " " + hold.TerminalSafe(w.spec.Name) + " · " + st.word() + " · authority " + hold.TerminalSafe(w.a.Server()) + "\n"))
 		return
 	}
-	_, _ = w.spec.Out.Write(snapshotLine(w.seq, w.spec.Kind, w.spec.Name, w.a.Server(), snap, time.Now()))
-}
-
-// snapshotLine is the watch's JSON line, as the HTTP watch prints it.
-// TODO(lead): export hold's watch line printer and use it here.
-func snapshotLine(seq uint64, kind hold.Kind, name, server string, snap []byte, at time.Time) []byte {
-	var b bytes.Buffer
-	b.WriteString(`{"schema_version":1,"sequence":`)
-	b.WriteString(itoa(seq))
-	b.WriteString(`,"event":"snapshot","kind":`)
-	b.Write(jsonString(kind.String()))
-	b.WriteString(`,"name":`)
-	b.Write(jsonString(name))
-	b.WriteString(`,"server":`)
-	b.Write(jsonString(server))
-	b.WriteString(`,"snapshot":`)
-	b.Write(snap)
-	b.WriteString(`,"observed_at":`)
-	b.Write(jsonString(events.FormatTimestamp(at)))
-	b.WriteString("}\n")
-	return b.Bytes()
-}
-
-func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
-
-// jsonString encodes s as serde_json would (no HTML escaping).
-func jsonString(s string) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s)
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	_, _ = w.spec.Out.Write(hold.SnapshotLine(w.seq, w.spec.Kind, w.spec.Name, w.a.Server(), snap, time.Now()))
 }

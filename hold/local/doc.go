@@ -49,5 +49,5 @@
 //
 // The exported API serves this module's CLI (internal/holdcli) and
 // supervisor (cmd/octostore-supervisor); it is not meant for use outside the
-// module and may change with them.
+// module: no compatibility promise.
 package local

@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"syscall"
 	"time"
@@ -54,7 +53,7 @@ type run struct {
 }
 
 func (s *Store) hold(ctx context.Context, req request, signals <-chan os.Signal) int {
-	spec := withDefaults(req.HoldSpec)
+	spec := req.HoldSpec.WithDefaults()
 	r := &run{store: s, spec: spec, poll: req.poll, budgetTTL: spec.TTL,
 		waitingReason: hold.ReasonFollower, lostToOther: hold.ReasonTermChanged,
 		w: &hold.Waiter{Clock: spec.Clock, Signals: signals, Ctx: ctx}}
@@ -78,26 +77,6 @@ func (s *Store) hold(ctx context.Context, req request, signals <-chan os.Signal)
 		return hold.ExitSoftware
 	}
 	return code
-}
-
-// withDefaults fills what a HoldSpec may leave out.
-func withDefaults(spec hold.HoldSpec) hold.HoldSpec {
-	if spec.Clock == nil {
-		spec.Clock = hold.SystemClock{}
-	}
-	if spec.Jitter == nil {
-		spec.Jitter = hold.RandomJitter
-	}
-	if spec.Out == nil {
-		spec.Out = io.Discard
-	}
-	if spec.Diag == nil {
-		spec.Diag = io.Discard
-	}
-	if spec.ShutdownTimeout <= 0 {
-		spec.ShutdownTimeout = hold.MaxShutdownBudget
-	}
-	return spec
 }
 
 // prepare checks the name and its existing files before anything is

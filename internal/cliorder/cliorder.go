@@ -4,6 +4,9 @@
 // --server local …`), as their usage text shows; urfave/cli reports a flag
 // given earlier as "flag provided but not defined", which reads as if the flag
 // did not exist. Misplaced names the fix instead.
+//
+// Internal to this module (Go refuses the import elsewhere); no compatibility
+// promise.
 package cliorder
 
 import (

@@ -37,4 +37,7 @@
 //
 // Clusters and members are Linux-only (signals, pids, /dev/shm); the proxy
 // and the fence-log checks build everywhere.
+//
+// Internal to this module's tests (Go refuses the import elsewhere); no
+// compatibility promise.
 package etcdtest

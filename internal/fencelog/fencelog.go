@@ -15,6 +15,9 @@
 // the file), ROLE a label the worker was given. testbin/attacker and
 // testbin/fenceworker write it; reading builds everywhere, appending is
 // Linux-only.
+//
+// Internal to this module (Go refuses the import elsewhere); no compatibility
+// promise.
 package fencelog
 
 import (

@@ -9,4 +9,7 @@
 // calls the hold.Authority it got; HoldFlags is the one validation of a hold's
 // flags, shared with the supervisor's embedded hold. The protocol and the
 // hold state machines live in package hold and its authorities.
+//
+// Internal to this module (Go refuses the import elsewhere); no compatibility
+// promise.
 package holdcli

@@ -2,6 +2,9 @@
 // helper programs exchange (pidfiles, fenced logs): every well-formed line is
 // kept, and the first malformed one is reported, so a caller may still act on
 // what it can prove.
+//
+// Internal to this module (Go refuses the import elsewhere); no compatibility
+// promise.
 package linefile
 
 import (

@@ -5,6 +5,9 @@
 // test can tell the recorded process from a later one that reuses its pid.
 // internal/proctest reads these files and compares START with what
 // platform.ProcReader.Stat reports.
+//
+// Internal to this module (Go refuses the import elsewhere); no compatibility
+// promise.
 package pidfile
 
 import (

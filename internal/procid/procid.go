@@ -3,6 +3,9 @@
 // not mistaken for the one recorded. It is the one liveness test for records
 // that outlive the processes they name (the local authority's holder record,
 // the supervisor's survivor record).
+//
+// Internal to this module (Go refuses the import elsewhere); no compatibility
+// promise.
 package procid
 
 // ID is a pid and the start time the platform reports for it: clock ticks

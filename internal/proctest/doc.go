@@ -15,4 +15,7 @@
 // Everything that touches processes is Linux-only (files ending in _linux.go):
 // only Linux has pidfds and a child subreaper. The pidfile format, the
 // synchronized buffer and WaitFor build everywhere.
+//
+// Internal to this module's tests (Go refuses the import elsewhere); no
+// compatibility promise.
 package proctest

@@ -41,4 +41,8 @@
 //	POST   /__control/elections  {"enabled":false} -> elections answer 403
 //
 // See Fault in faults.go for the fault kinds and their parameters.
+//
+// A program this module's tests (and benchmarks) run, not a library and not a
+// user-facing tool: it exports no Go API, and its command line may change
+// with the tests that drive it.
 package main

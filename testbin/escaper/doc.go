@@ -188,4 +188,8 @@
 // when a requested action fails at run time (a --light-tree fork, say, but
 // not a refused cgroup move or setuid, which are logged); --exit CODE; 0
 // after --term-exits handled a signal.
+//
+// A program this module's tests (and benchmarks) run, not a library and not a
+// user-facing tool: it exports no Go API, and its command line may change
+// with the tests that drive it.
 package main

@@ -106,4 +106,8 @@
 // where START is the creation time in 100 ns units since 1601; budget
 // needs a continuous clock); 3 for a waitfile timeout; exit:CODE; 143/130 on
 // signals.
+//
+// A program this module's tests (and benchmarks) run, not a library and not a
+// user-facing tool: it exports no Go API, and its command line may change
+// with the tests that drive it.
 package main

@@ -15,4 +15,8 @@
 //
 // Exit codes: 64 for bad arguments or environment (one line on stderr), 70
 // when the log cannot be written. Linux only (elsewhere it exits 64).
+//
+// A program this module's tests (and benchmarks) run, not a library and not a
+// user-facing tool: it exports no Go API, and its command line may change
+// with the tests that drive it.
 package main

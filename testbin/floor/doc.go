@@ -10,4 +10,8 @@
 //
 // It is a benchmark instrument, not a supervisor: descendants that leave the
 // two groups are not looked for.
+//
+// A program this module's tests (and benchmarks) run, not a library and not a
+// user-facing tool: it exports no Go API, and its command line may change
+// with the tests that drive it.
 package main

@@ -15,6 +15,9 @@
 // relative to the working directory; a sub-package counts as under it), 64
 // on a usage error, 0 otherwise. The length counts the lines from the func
 // keyword to the closing brace, both included.
+//
+// A development tool of this module (make vet runs it); it exports no Go API
+// and its flags may change with the Makefile.
 package main
 
 import (
