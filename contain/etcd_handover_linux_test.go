@@ -18,7 +18,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/octostore-supervisor/supervisor/hold"
 	"github.com/octostore-supervisor/supervisor/internal/etcdtest"
 	"github.com/octostore-supervisor/supervisor/internal/fencelog"
 	"github.com/octostore-supervisor/supervisor/internal/proctest"
@@ -37,9 +36,9 @@ import (
 
 const (
 	etcdHandoverCount = 200
-	// etcdAgentTTL is the shortest TTL an election accepts: every SIGKILL
+	// etcdAgentTTL is the shortest TTL an election accepts (5 s): every SIGKILL
 	// hand-over waits for the killed hold's lease to run out.
-	etcdAgentTTL   = hold.ElectionTTLMin
+	etcdAgentTTL   = 5
 	etcdAgentGrace = 200 * time.Millisecond
 	// etcdContenders always contend for the one election.
 	etcdContenders = 4
