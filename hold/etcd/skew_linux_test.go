@@ -1,0 +1,212 @@
+//go:build linux
+
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/octostore-supervisor/supervisor/hold"
+	"github.com/octostore-supervisor/supervisor/internal/etcdtest"
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
+)
+
+// slowClock is a holder clock that runs slow against real time (and so
+// against the etcd leader's): its scheduler and continuous clocks advance
+// rate seconds per real second from the moment it was made. Wall stays real,
+// so observed_at and expires_at are real instants the test can compare with
+// what the cluster does.
+type slowClock struct {
+	rate  float64
+	start time.Time // real, with its monotonic reading
+	cont0 int64     // the real continuous clock at start
+}
+
+func newSlowClock(t *testing.T, rate float64) slowClock {
+	t.Helper()
+	cont, err := hold.SystemClock{}.ContinuousMillis()
+	require.NoError(t, err)
+	return slowClock{rate: rate, start: time.Now(), cont0: cont}
+}
+
+func (c slowClock) elapsed() time.Duration {
+	return time.Duration(float64(time.Since(c.start)) * c.rate)
+}
+
+func (c slowClock) Scheduler() time.Time { return c.start.Add(c.elapsed()) }
+
+func (c slowClock) ContinuousMillis() (int64, error) {
+	return c.cont0 + c.elapsed().Milliseconds(), nil
+}
+
+func (c slowClock) Wall() time.Time { return time.Now() }
+
+// NewTimer makes the hold's waits follow this clock: d on it is d/rate of
+// real time, so a deadline is noticed when this clock reaches it.
+func (c slowClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
+	t := time.NewTimer(time.Duration(float64(d) / c.rate))
+	return t.C, t.Stop
+}
+
+// Invariant 10: safety tolerates a holder clock up to 25 % slower than the
+// etcd leader's. D = send time + 0.8 × TTL on a clock running at 0.8× is
+// reached after exactly TTL of real time, so a holder cut off from the
+// cluster prints uncertain no later than its lease ends at the server — the
+// moment a rival could lead. The control, a clock 35 % slow, reaches D
+// 0.8/0.65 × TTL ≈ 12.3 s after its last send and must be seen to outlast the
+// lease: the comparison can fail.
+func TestHolderClock25PercentSlowStaysWithinTheLease(t *testing.T) {
+	for _, s := range etcdtest.Servers(t) {
+		t.Run(s.Name, func(t *testing.T) {
+			m := &cluster{etcdtest.Start(t, etcdtest.Options{Server: s, Proxy: true})}
+			for i, tc := range []struct {
+				name   string
+				rate   float64
+				within bool
+			}{
+				{"25%-slow-gives-up-in-time", 0.8, true},
+				{"35%-slow-outlasts-the-lease", 0.65, false},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					gaveUp, leaseGone := holdCutOff(t, m, fmt.Sprintf("/t10-%d", i), tc.rate)
+					if tc.within {
+						require.False(t, gaveUp.After(leaseGone),
+							"a holder clock 25%% slow printed uncertain at %s, %v after its lease ended at the server (%s)",
+							gaveUp.Format(time.RFC3339Nano), gaveUp.Sub(leaseGone), leaseGone.Format(time.RFC3339Nano))
+					} else {
+						require.True(t, gaveUp.After(leaseGone),
+							"control: a holder clock 35%% slow should outlast its lease, but printed uncertain %v before it ended", leaseGone.Sub(gaveUp))
+					}
+				})
+			}
+		})
+	}
+}
+
+// holdCutOff runs an election hold with a clock at rate× real time through
+// m's proxies, blackholes every proxy right after its first renewal, and
+// returns the real instants at which the hold printed uncertain and a rival's
+// direct connection saw its key deleted by the lease's expiry.
+func holdCutOff(t *testing.T, m *cluster, prefix string, rate float64) (gaveUp, leaseGone time.Time) {
+	t.Helper()
+	const ttl = 10 * time.Second
+	spec := election("room", "alpha")
+	spec.TTL = ttl
+	spec.Clock = newSlowClock(t, rate)
+	h := startHold(t, m.authority(t, prefix), spec)
+	key := h.waitEvent(t, "leader", 30*time.Second)["fencing_key"].(string)
+	deleted := watchDeletion(t, m, key)
+
+	h.waitEvent(t, "renewed", 30*time.Second)
+	for i := range 3 {
+		m.Proxy(i).Blackhole()
+	}
+	blackholed := time.Now()
+	t.Cleanup(func() {
+		for i := range 3 {
+			m.Proxy(i).Pass()
+		}
+	})
+
+	u := h.waitEvent(t, "uncertain", 30*time.Second)
+	require.Equal(t, hold.ReasonRenewalDeadlineExceeded, u["reason_code"])
+	require.Equal(t, hold.ExitLost, h.exit(t, 10*time.Second))
+	gaveUp = eventTime(t, u, "observed_at")
+	leaseGone = deleted(t)
+
+	// The last confirmed renewal: its expires_at is the wall time sampled at
+	// its send plus the granted TTL (etcd grants what was asked).
+	var last map[string]any
+	for _, e := range h.events(t) {
+		if e["event"] == "leader" || e["event"] == "renewed" {
+			last = e
+		}
+	}
+	sent := eventTime(t, last, "expires_at").Add(-ttl)
+	require.False(t, sent.After(blackholed), "the last confirmed renewal was sent before the blackhole")
+	// Proof the slow clock is what the hold ran on: on a real clock D comes
+	// 0.8 × TTL after the send; on this one 0.8 × TTL / rate.
+	require.GreaterOrEqual(t, gaveUp.Sub(sent), time.Duration(float64(hold.SafetyDuration(ttl))/rate)-time.Millisecond,
+		"uncertain came before the slow clock reached D")
+	t.Logf("clock %.2fx: last send %s, blackholed +%v, uncertain +%v, lease gone at the server +%v (blackhole + TTL = +%v)",
+		rate, sent.Format(time.RFC3339Nano), blackholed.Sub(sent), gaveUp.Sub(sent), leaseGone.Sub(sent), blackholed.Add(ttl).Sub(sent))
+	return gaveUp, leaseGone
+}
+
+// watchDeletion watches key through a client of the members themselves, past
+// the proxies (a rival that can still reach the cluster), and returns a
+// function that waits for the key's deletion and returns when it was seen.
+func watchDeletion(t *testing.T, m *cluster, key string) func(*testing.T) time.Time {
+	t.Helper()
+	var direct []string
+	for i := range 3 {
+		direct = append(direct, m.Member(i).ClientAddr())
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: direct, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	var (
+		mu   sync.Mutex
+		seen time.Time
+	)
+	done := make(chan struct{})
+	// Watch from the key's creation so a deletion before the watch starts is
+	// still delivered.
+	wc := cli.Watch(clientv3.WithRequireLeader(ctx), key, clientv3.WithRev(leaseKeyRev(t, cli, key)))
+	go func() {
+		defer close(done)
+		for resp := range wc {
+			for _, ev := range resp.Events {
+				if ev.Type == clientv3.EventTypeDelete {
+					mu.Lock()
+					seen = time.Now()
+					mu.Unlock()
+					return
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		cli.Close()
+	})
+	return func(t *testing.T) time.Time {
+		t.Helper()
+		var at time.Time
+		proctest.WaitFor(t, 30*time.Second, "the lease's expiry to delete "+key, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			at = seen
+			return !at.IsZero()
+		})
+		return at
+	}
+}
+
+// leaseKeyRev is key's create revision.
+func leaseKeyRev(t *testing.T, c *clientv3.Client, key string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	g, err := c.Get(ctx, key)
+	require.NoError(t, err)
+	require.Len(t, g.Kvs, 1)
+	return g.Kvs[0].CreateRevision
+}
+
+func eventTime(t *testing.T, e map[string]any, field string) time.Time {
+	t.Helper()
+	s, ok := e[field].(string)
+	require.True(t, ok, "event %v has no %s", e, field)
+	at, err := time.Parse(time.RFC3339Nano, s)
+	require.NoError(t, err)
+	return at
+}
