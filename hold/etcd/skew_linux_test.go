@@ -151,15 +151,18 @@ func watchDeletion(t *testing.T, m *cluster, key string) func(*testing.T) time.T
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: direct, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	require.NoError(t, err)
+	t.Cleanup(func() { cli.Close() })
+	// Watch from the key's creation so a deletion before the watch starts is
+	// still delivered.
+	created, ok := keys(t, cli, key)[key]
+	require.True(t, ok, "key %s exists before the cut-off", key)
 	ctx, cancel := context.WithCancel(context.Background())
+	wc := cli.Watch(clientv3.WithRequireLeader(ctx), key, clientv3.WithRev(created))
 	var (
 		mu   sync.Mutex
 		seen time.Time
 	)
 	done := make(chan struct{})
-	// Watch from the key's creation so a deletion before the watch starts is
-	// still delivered.
-	wc := cli.Watch(clientv3.WithRequireLeader(ctx), key, clientv3.WithRev(leaseKeyRev(t, cli, key)))
 	go func() {
 		defer close(done)
 		for resp := range wc {
@@ -176,7 +179,6 @@ func watchDeletion(t *testing.T, m *cluster, key string) func(*testing.T) time.T
 	t.Cleanup(func() {
 		cancel()
 		<-done
-		cli.Close()
 	})
 	return func(t *testing.T) time.Time {
 		t.Helper()
@@ -189,17 +191,6 @@ func watchDeletion(t *testing.T, m *cluster, key string) func(*testing.T) time.T
 		})
 		return at
 	}
-}
-
-// leaseKeyRev is key's create revision.
-func leaseKeyRev(t *testing.T, c *clientv3.Client, key string) int64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	g, err := c.Get(ctx, key)
-	require.NoError(t, err)
-	require.Len(t, g.Kvs, 1)
-	return g.Kvs[0].CreateRevision
 }
 
 func eventTime(t *testing.T, e map[string]any, field string) time.Time {
