@@ -135,6 +135,20 @@ func runAttack(t *testing.T, c attackCase) {
 	proctest.WaitFor(t, attackTTL*time.Second+bound, "B's worker to start", func() bool {
 		return s.workerStarted("fenced") || exited(b)
 	})
+	if c.canStop && !s.workerStarted("fenced") && strings.Contains(b.stderr(), "the guardian was stopped") {
+		// A same-user attacker may stop B's guardian too, before B's
+		// supervisor: B then fails closed (guardian_lost, 20) without ever
+		// starting its worker. A stall, never a second worker.
+		proctest.WaitFor(t, bound, "B to fail closed", func() bool { thawStopped(t); return exited(b) })
+		require.Equal(t, 20, b.code, "B's stderr:\n%s", b.stderr())
+		require.NotContains(t, b.out.String(), `"event":"leader"`)
+		a.wait(bound)
+		t.Logf("B failed closed: the attacker stopped its guardian; A exited %d", a.code)
+		for _, l := range readFence(s.fence) {
+			require.True(t, l.OK && l.Role == "attack", "only the attacker wrote, and was never rejected: %+v", l)
+		}
+		return
+	}
 	require.True(t, s.workerStarted("fenced"), "B never led; B's stderr:\n%s", b.stderr())
 
 	require.NoError(t, b.cmd.Process.Signal(syscall.SIGTERM))
