@@ -7,7 +7,18 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/octostore-supervisor/supervisor/contain"
 )
+
+// TestMain lets doctor, run in-process by a test, re-execute this test binary
+// as the --private-pids init it probes for, as it re-executes the supervisor.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && os.Args[1] == contain.PidInitArg {
+		os.Exit(contain.PidInitMain(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
 
 // The three positional words are taken literally even when they start with '-'.
 func TestLiteralPositionals(t *testing.T) {
