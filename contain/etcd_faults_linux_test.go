@@ -283,7 +283,7 @@ func (f *faultScene) requireOracle(t *testing.T, o outcome, termB uint64) {
 	firstB := f.fence.FirstWrite(t, termB)
 	if o.end == endWrong {
 		msg := goFailure(t, f.fence.RequireNoRejects)
-		require.NotEmpty(t, msg, "a deadline anchored at receipt + TTL (+ a 1 s reaper) let no stale write through: the oracle did not bite")
+		require.NotEmpty(t, msg, "a deadline anchored at receipt + TTL (+ a 1 s reaper, + 2 s) let no stale write through: the oracle did not bite")
 		t.Logf("the oracle bites: %s", msg)
 		return
 	}
@@ -415,13 +415,17 @@ func holdFault(f *faultScene, d time.Duration) {
 // by a 1 s reaper allows (client/v3/concurrency's Session: the spec's reason
 // not to use it): TTL + 1 s from the event's emission, plus the term grace
 // that the supervisor reserves from every budget and Session's user does not.
-// The right deadline is send time + 0.8 × TTL.
+// Another 2 s make the overlap certain rather than a race: etcd checks for
+// expired leases every 500 ms, and a leader elected in an earlier case
+// extends every lease by up to its election timeout, so with 1 s alone the
+// successor sometimes started only after the deposed worker had stopped (one
+// CI run in a few). The right deadline is send time + 0.8 × TTL.
 func wrongHold(server, ttl, room, cand string) []string {
 	grace, err := time.ParseDuration(faultGrace)
 	if err != nil {
 		panic(err)
 	}
-	budget := (faultTTL + time.Second + grace).Milliseconds()
+	budget := (faultTTL + 3*time.Second + grace).Milliseconds()
 	filter := fmt.Sprintf(`s/"authority_remaining_ms":[0-9]+/"authority_remaining_ms":%d/`, budget)
 	return []string{"/bin/sh", "-c", `"$0" "$@" | sed -u -E '` + filter + `'`,
 		bins.octostore, "election", "hold", "--server", server, "--ttl", ttl, "--candidate", cand, "--json", room}
