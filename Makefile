@@ -78,7 +78,7 @@ bench: etcd36
 # environment through and maps / to Z:). Missing wine64 or mingw is an
 # error, never a skip.
 WINDOWS_TEST_PKGS ?= ./events/ ./platform/ ./internal/pidfile/ ./testbin/escaper/ ./testbin/fakehold/ ./contain/ \
-	./hold/ ./internal/holdcli/ ./cmd/octostore/
+	./hold/ ./hold/local/ ./internal/holdcli/ ./cmd/octostore/
 WINBIN := $(CURDIR)/$(BIN)/windows
 WINE_EXEC := $(CURDIR)/.ci/wine/exec
 
