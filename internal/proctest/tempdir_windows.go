@@ -1,21 +1,28 @@
-package local
+//go:build windows
+
+package proctest
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 )
 
-// tempDir replaces t.TempDir under Windows, whose cleanup fails under Wine 8:
+// TempDir replaces t.TempDir under Windows, whose cleanup fails under Wine 8:
 // Go 1.26's RemoveAll deletes through an NtSetInformationFile class Wine does
 // not implement ("Invalid function"), while a plain os.Remove works. The
 // cleanup removes the tree entry by entry and fails the test if it cannot.
-func tempDir(t *testing.T) string {
-	d, err := os.MkdirTemp("", "hold-test-")
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, removeTree(d)) })
+func TempDir(t testing.TB) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "octostore-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := removeTree(d); err != nil {
+			t.Error(err)
+		}
+	})
 	return d
 }
 
