@@ -316,7 +316,7 @@ func (f *faultScene) requireOracle(t *testing.T, o outcome, termB uint64) {
 		// came first: it contained and exits without a terminal line.
 		require.Contains(t, []string{"leader", "renewed"}, last, "A's last event")
 	}
-	t.Logf("A exited %d, its events %v", f.a.code, evA)
+	t.Logf("A exited %d, its events %v; its stderr:\n%s", f.a.code, evA, f.a.stderr())
 	proven := bootOf(t, provenEmpty(t, f.a))
 	require.Less(t, proven, firstB, "B's first write came %v before A's worker group was proven empty", proven-firstB)
 	if o.takeover {

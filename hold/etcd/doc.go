@@ -20,7 +20,8 @@
 //  1. The term is our key's create revision > 0, constant while held,
 //     strictly increasing across holders.
 //  2. Authority only after a linearizable read shows our key with that term
-//     and no older key.
+//     and no older key, and with at least half of the budget of the renewal
+//     before it left (a failed renewal is never taken for one).
 //  3. The authority deadline D is the send time of the last confirmed renewal
 //     + 0.8 × min(requested, granted TTL), on both clocks; a renewal counts
 //     only if keepalive returned TTL > 0 and a following Get still finds our

@@ -67,8 +67,8 @@ func (r *run) enqueue() (phase, int, error) {
 // for the newest key older than ours. None: we lead. Otherwise we wait for
 // that predecessor to change, or for our next renewal.
 func (r *run) waitTurn() (phase, int, error) {
-	if next, code, err := r.renewQueued(); next != phaseWait {
-		return next, code, err
+	if s := r.renewQueued(); s != nil {
+		return s.next, s.code, s.err
 	}
 	opts := append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(r.c.term-1))
 	older, s := preCall(r, func(ctx context.Context) (*clientv3.GetResponse, error) {
@@ -92,27 +92,29 @@ func (r *run) waitTurn() (phase, int, error) {
 	return r.awaitPredecessor(string(older.Kvs[0].Key), older.Header.Revision)
 }
 
-// renewQueued is one renewal while waiting. A queued key that is gone costs
-// only our place: queue again (nothing was held under it).
-func (r *run) renewQueued() (phase, int, error) {
+// renewQueued is one renewal while waiting; nil means it proved our key. A
+// failed call is never taken for a proof: its stop retries the whole phase.
+// A queued key that is gone costs only our place: queue again (nothing was
+// held under it).
+func (r *run) renewQueued() *stop {
 	start, err := hold.Now(r.spec.Clock)
 	if err != nil {
-		return phaseExit, 0, err
+		return &stop{phaseExit, 0, err}
 	}
 	wall := r.spec.Clock.Wall()
 	p, s := preCall(r, r.prove(r.c))
 	if s != nil {
-		return s.next, s.code, s.err
+		return s
 	}
 	if !r.owns(p) {
 		r.diag("our queued etcd key %s is gone (%s); queueing again", r.c.key, p.why)
 		r.endBeforeAuthority(0)
-		return phaseEnqueue, -1, nil
+		return &stop{phaseEnqueue, -1, nil}
 	}
 	if err := r.confirmed(start, wall, p); err != nil {
-		return phaseExit, 0, err
+		return &stop{phaseExit, 0, err}
 	}
-	return phaseWait, -1, nil
+	return nil
 }
 
 // awaitPredecessor watches only the predecessor's key, from the revision of
@@ -145,6 +147,9 @@ func (r *run) lead() (phase, int, error) {
 	if r.acqReached() {
 		return phaseExit, r.endBeforeAuthority(r.acquireTimeout()), nil
 	}
+	if stale, err := r.staleProof(); err != nil || stale {
+		return phaseWait, -1, err
+	}
 	obs, err := hold.ObserveAuthority(r.spec.Clock, r.c.d)
 	if errors.Is(err, hold.ErrBudgetExhausted) {
 		r.em.Emit(events.Uncertain, hold.Fields{Reason: hold.ReasonInitialAuthorityDeadline})
@@ -163,6 +168,23 @@ func (r *run) lead() (phase, int, error) {
 	r.em.Emit(name, hold.Fields{Term: &term, FencingKey: r.c.key, ExpiresAt: &exp, Authority: &obs})
 	code, err := r.held()
 	return phaseExit, code, err
+}
+
+// staleProof: less than half of the budget from our last renewal is left
+// (slow calls during a cluster election, or a starved hold). Authority then
+// starts after a fresh renewal instead, so a worker never starts on a budget
+// the supervisor may find too short to use: it would fail closed, and the
+// election would lose a healthy candidate.
+func (r *run) staleProof() (bool, error) {
+	rem, err := r.c.d.Remaining(r.spec.Clock)
+	if err != nil {
+		return false, err
+	}
+	if rem >= hold.SafetyDuration(r.c.ttl)/2 {
+		return false, nil
+	}
+	r.diag("the proof of our etcd key %s has %s of its budget left; renewing before authority", r.c.key, rem.Round(time.Millisecond))
+	return true, nil
 }
 
 // proof is what one renewal read: the lease's TTL from KeepAliveOnce and our
