@@ -124,11 +124,10 @@ func TestEtcdFaultMatrix(t *testing.T) {
 }
 
 // A watch that is behind when the cluster compacts resumes from a compacted
-// revision; it must re-read and go on reporting. Apart from the matrix, which
-// must stay a clean signal: against Debian's etcd 3.4.23 it fails about one
-// run in three today — the watch prints nothing more, ever (a goroutine dump
-// shows clientv3's resumed stream connected and waiting for the server, and
-// hold/etcd's nextChange waiting on it); never seen against 3.6.
+// revision; it must re-read and go on reporting. Apart from the matrix: it
+// found that Debian's etcd 3.4.23 sometimes leaves a resumed stream silent
+// for good (about one run in three; never against 3.6), which is why
+// hold/etcd's watch re-reads a stream that stays quiet (resyncInterval).
 func TestEtcdWatchAfterCompaction(t *testing.T) {
 	defaultPassOnly(t)
 	runFaults(t, []faultCase{{"compaction during a watch", compactDuringWatch, false}})
