@@ -7,7 +7,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 BIN     := bin
 CROSS   := linux/amd64 linux/arm64 darwin/arm64 darwin/amd64 windows/amd64
 
-.PHONY: all build test cross fuzz bench example demo demo-cluster vet clean test-windows bench-windows windows-bins etcd36
+.PHONY: all build test test-default test-contain-etcd test-process-group cross fuzz bench example demo demo-cluster vet clean test-windows bench-windows windows-bins etcd36
 
 all: build
 
@@ -31,10 +31,25 @@ vet:
 # Linux) and with the process-group backend. Its tests start real process
 # trees under the race detector; two at a time is what CI's 2 cores carry
 # without starving the supervisors they time.
+# The runs below share no process, port or state directory, so they run at
+# once; each one's output is printed whole when it ends (--output-sync). The
+# contain tests on a local etcd cluster (CONTAIN_ETCD_TESTS: mostly waiting
+# for leases to run out) run as a process of their own beside the rest of the
+# suite, the process-group pass and the Windows tests: one after the other
+# they left most of CI's two cores idle (docs/benchmarks.md, "Test suite").
+CONTAIN_ETCD_TESTS := ^(TestEtcdFaultMatrix|TestEtcdWatchAfterCompaction|TestEtcdHandovers200Among4Contenders|TestDemoClusterScript)$$
+
 test: vet etcd36
-	$(GO) test -race -count=1 -timeout 40m -parallel 2 ./...
+	$(MAKE) -j4 --output-sync=target test-default test-contain-etcd test-process-group test-windows
+
+test-default:
+	$(GO) test -race -count=1 -timeout 40m -parallel 2 -skip '$(CONTAIN_ETCD_TESTS)' ./...
+
+test-contain-etcd:
+	$(GO) test -race -count=1 -timeout 40m -run '$(CONTAIN_ETCD_TESTS)' ./contain/
+
+test-process-group:
 	OCTOSTORE_TEST_CONTAINMENT=process-group $(GO) test -race -count=1 -timeout 25m -parallel 2 ./contain/
-	$(MAKE) test-windows
 
 # The pinned etcd 3.6 server the etcd tests run against besides Debian's
 # etcd (internal/etcdtest). It is a module of its own (.ci/etcd36), which keeps
