@@ -154,13 +154,16 @@ func TestStoppedSupervisorKeepsSecondWorkerWaiting(t *testing.T) {
 	proctest.WaitFor(t, bound, "B's hold to lead and its supervisor to wait on the interlock", func() bool {
 		return strings.Contains(b.stderr(), interlockWait)
 	})
+	// Resumed, A's guardian may kill the worker before the test looks again:
+	// this read is then the last that saw it alive.
+	seen := time.Now()
 	require.NotEmpty(t, aliveRecorded(pidsIn(a.dir+"/pids")), "A's worker should still run: nothing was tested")
 	_, err = os.Stat(filepath.Join(b.dir, "started"))
 	require.True(t, os.IsNotExist(err), "B's worker started while A's worker ran")
 
 	aw := pidsIn(a.dir + "/pids")
 	resume()
-	lastAlive := lastSeenAlive(t, aw)
+	lastAlive := lastSeenAlive(t, aw, seen)
 	require.Equal(t, 20, a.wait(bound), a.stderr())
 	b.waitEvent("leader", bound)
 	started := workerStarted(t, b)

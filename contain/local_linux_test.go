@@ -284,10 +284,11 @@ func killHold(t *testing.T, r *run) {
 
 // lastSeenAlive polls recs until none is alive (at most bound) and returns
 // the last moment one still was: taken before the read that saw it alive, so
-// the process surely lived then. At least one must be alive at the first read.
-func lastSeenAlive(t *testing.T, recs []recorded) time.Time {
+// the process surely lived then. seen is a moment one was seen alive before
+// the call (zero for none: then one must be alive at the first read).
+func lastSeenAlive(t *testing.T, recs []recorded, seen time.Time) time.Time {
 	t.Helper()
-	var last time.Time
+	last := seen
 	deadline := time.Now().Add(bound)
 	for {
 		before := time.Now()
@@ -673,7 +674,7 @@ func TestLocalSupervisorCrashKeepsInterlockUntilContained(t *testing.T) {
 
 	require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
 	killed := time.Now()
-	lastAlive := lastSeenAlive(t, aw)
+	lastAlive := lastSeenAlive(t, aw, time.Time{})
 
 	b.waitEvent("leader", bound)
 	started := workerStarted(t, b)

@@ -57,6 +57,27 @@ type wireCampaign struct {
 
 func missingField(name string) error { return fmt.Errorf("missing field `%s`", name) }
 
+// field is one field a strict decoder requires, and whether the body had it.
+type field struct {
+	name    string
+	present bool
+}
+
+// has is the field name, present when v (decoded into a pointer) is not nil.
+func has[T any](name string, v *T) field { return field{name, v != nil} }
+
+// need is the error for the first absent field, nil when all are present. The
+// fields come in the order upstream's serde types declare them, which is the
+// order in which serde reports a missing one.
+func need(fields ...field) error {
+	for _, f := range fields {
+		if !f.present {
+			return missingField(f.name)
+		}
+	}
+	return nil
+}
+
 // decodeCampaignResponse decodes a campaign or renew success strictly, as the
 // upstream serde types do (docs/protocol.md "Response handling" step 4):
 // unknown fields are ignored, but a missing required field, a wrong type, a
@@ -83,13 +104,9 @@ func decodeCampaignResponse(body []byte) (campaignResponse, error) {
 	if w.Leader == nil {
 		return campaignResponse{}, missingField("leader")
 	}
-	switch {
-	case w.Leader.CandidateID == nil:
-		return campaignResponse{}, missingField("candidate_id")
-	case w.Leader.Term == nil:
-		return campaignResponse{}, missingField("term")
-	case w.Leader.ExpiresAt == nil:
-		return campaignResponse{}, missingField("expires_at")
+	if err := need(has("candidate_id", w.Leader.CandidateID), has("term", w.Leader.Term),
+		has("expires_at", w.Leader.ExpiresAt)); err != nil {
+		return campaignResponse{}, err
 	}
 	r.Leader = electionLeader{CandidateID: *w.Leader.CandidateID, Term: *w.Leader.Term, ExpiresAt: *w.Leader.ExpiresAt}
 	if r.Status == ElectionStatusLeader {
@@ -119,13 +136,9 @@ func decodeResignResponse(body []byte) (resignResponse, error) {
 	if err := json.Unmarshal(body, &w); err != nil {
 		return resignResponse{}, err
 	}
-	switch {
-	case w.ElectionID == nil:
-		return resignResponse{}, missingField("election_id")
-	case w.Status == nil:
-		return resignResponse{}, missingField("status")
-	case w.PreviousTerm == nil:
-		return resignResponse{}, missingField("previous_term")
+	if err := need(has("election_id", w.ElectionID), has("status", w.Status),
+		has("previous_term", w.PreviousTerm)); err != nil {
+		return resignResponse{}, err
 	}
 	return resignResponse{ElectionID: *w.ElectionID, Status: *w.Status, PreviousTerm: *w.PreviousTerm}, nil
 }

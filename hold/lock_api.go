@@ -57,13 +57,9 @@ func decodeSessionCreateResponse(body []byte) (sessionCreateResponse, error) {
 	if err := json.Unmarshal(body, &w); err != nil {
 		return sessionCreateResponse{}, err
 	}
-	switch {
-	case w.SessionID == nil:
-		return sessionCreateResponse{}, missingField("session_id")
-	case w.ExpiresAt == nil:
-		return sessionCreateResponse{}, missingField("expires_at")
-	case w.Interval == nil:
-		return sessionCreateResponse{}, missingField("keepalive_interval_secs")
+	if err := need(has("session_id", w.SessionID), has("expires_at", w.ExpiresAt),
+		has("keepalive_interval_secs", w.Interval)); err != nil {
+		return sessionCreateResponse{}, err
 	}
 	return sessionCreateResponse{SessionID: *w.SessionID, ExpiresAt: *w.ExpiresAt, KeepaliveIntervalSecs: *w.Interval}, nil
 }
@@ -77,11 +73,8 @@ func decodeKeepaliveResponse(body []byte) (keepaliveResponse, error) {
 	if err := json.Unmarshal(body, &w); err != nil {
 		return keepaliveResponse{}, err
 	}
-	switch {
-	case w.SessionID == nil:
-		return keepaliveResponse{}, missingField("session_id")
-	case w.ExpiresAt == nil:
-		return keepaliveResponse{}, missingField("expires_at")
+	if err := need(has("session_id", w.SessionID), has("expires_at", w.ExpiresAt)); err != nil {
+		return keepaliveResponse{}, err
 	}
 	return keepaliveResponse{SessionID: *w.SessionID, ExpiresAt: *w.ExpiresAt}, nil
 }
@@ -107,33 +100,21 @@ func decodeAcquireResponse(body []byte) (acquireResponse, error) {
 	r := acquireResponse{Status: *w.Status}
 	switch r.Status {
 	case lockStatusAcquired:
-		switch {
-		case w.LeaseID == nil:
-			return acquireResponse{}, missingField("lease_id")
-		case w.FencingToken == nil:
-			return acquireResponse{}, missingField("fencing_token")
-		case w.ExpiresAt == nil:
-			return acquireResponse{}, missingField("expires_at")
-		case w.RenewAfterMS == nil:
-			return acquireResponse{}, missingField("renew_after_ms")
+		if err := need(has("lease_id", w.LeaseID), has("fencing_token", w.FencingToken),
+			has("expires_at", w.ExpiresAt), has("renew_after_ms", w.RenewAfterMS)); err != nil {
+			return acquireResponse{}, err
 		}
 		r.LeaseID, r.FencingToken, r.ExpiresAt, r.RenewAfterMS = *w.LeaseID, *w.FencingToken, *w.ExpiresAt, *w.RenewAfterMS
 	case LockStatusHeld:
-		switch {
-		case w.HolderID == nil:
-			return acquireResponse{}, missingField("holder_id")
-		case w.ExpiresAt == nil:
-			return acquireResponse{}, missingField("expires_at")
-		case w.RetryAfterMS == nil:
-			return acquireResponse{}, missingField("retry_after_ms")
+		if err := need(has("holder_id", w.HolderID), has("expires_at", w.ExpiresAt),
+			has("retry_after_ms", w.RetryAfterMS)); err != nil {
+			return acquireResponse{}, err
 		}
 		r.RetryAfterMS = *w.RetryAfterMS
 	case lockStatusDelayed:
-		switch {
-		case w.AvailableAt == nil:
-			return acquireResponse{}, missingField("available_at")
-		case w.RetryAfterMS == nil:
-			return acquireResponse{}, missingField("retry_after_ms")
+		if err := need(has("available_at", w.AvailableAt),
+			has("retry_after_ms", w.RetryAfterMS)); err != nil {
+			return acquireResponse{}, err
 		}
 		r.RetryAfterMS = *w.RetryAfterMS
 	default:
@@ -152,13 +133,9 @@ func decodeLockRenewResponse(body []byte) (lockRenewResponse, error) {
 	if err := json.Unmarshal(body, &w); err != nil {
 		return lockRenewResponse{}, err
 	}
-	switch {
-	case w.LeaseID == nil:
-		return lockRenewResponse{}, missingField("lease_id")
-	case w.ExpiresAt == nil:
-		return lockRenewResponse{}, missingField("expires_at")
-	case w.RenewAfterMS == nil:
-		return lockRenewResponse{}, missingField("renew_after_ms")
+	if err := need(has("lease_id", w.LeaseID), has("expires_at", w.ExpiresAt),
+		has("renew_after_ms", w.RenewAfterMS)); err != nil {
+		return lockRenewResponse{}, err
 	}
 	return lockRenewResponse{LeaseID: *w.LeaseID, ExpiresAt: *w.ExpiresAt, RenewAfterMS: *w.RenewAfterMS}, nil
 }

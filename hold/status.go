@@ -44,15 +44,9 @@ func decodeElectionCreated(body []byte) (ElectionCreated, error) {
 	if err := json.Unmarshal(body, &w); err != nil {
 		return ElectionCreated{}, err
 	}
-	switch {
-	case w.ElectionID == nil:
-		return ElectionCreated{}, missingField("election_id")
-	case w.CampaignPath == nil:
-		return ElectionCreated{}, missingField("campaign_path")
-	case w.StatusPath == nil:
-		return ElectionCreated{}, missingField("status_path")
-	case w.WatchPath == nil:
-		return ElectionCreated{}, missingField("watch_path")
+	if err := need(has("election_id", w.ElectionID), has("campaign_path", w.CampaignPath),
+		has("status_path", w.StatusPath), has("watch_path", w.WatchPath)); err != nil {
+		return ElectionCreated{}, err
 	}
 	return ElectionCreated{ElectionID: *w.ElectionID, CampaignPath: *w.CampaignPath,
 		StatusPath: *w.StatusPath, WatchPath: *w.WatchPath}, nil
@@ -121,23 +115,15 @@ func decodeElectionStatus(body []byte) (ElectionStatus, error) {
 	if err := json.Unmarshal(body, &w); err != nil {
 		return ElectionStatus{}, err
 	}
-	switch {
-	case w.ElectionID == nil:
-		return ElectionStatus{}, missingField("election_id")
-	case w.Status == nil:
-		return ElectionStatus{}, missingField("status")
-	case w.RetryAfterMS == nil:
-		return ElectionStatus{}, missingField("retry_after_ms")
+	if err := need(has("election_id", w.ElectionID), has("status", w.Status),
+		has("retry_after_ms", w.RetryAfterMS)); err != nil {
+		return ElectionStatus{}, err
 	}
 	s := ElectionStatus{ElectionID: *w.ElectionID, Status: *w.Status, RetryAfterMS: *w.RetryAfterMS}
 	if l := w.Leader; l != nil {
-		switch {
-		case l.CandidateID == nil:
-			return ElectionStatus{}, missingField("candidate_id")
-		case l.Term == nil:
-			return ElectionStatus{}, missingField("term")
-		case l.ExpiresAt == nil:
-			return ElectionStatus{}, missingField("expires_at")
+		if err := need(has("candidate_id", l.CandidateID), has("term", l.Term),
+			has("expires_at", l.ExpiresAt)); err != nil {
+			return ElectionStatus{}, err
 		}
 		s.Leader = &StatusLeader{CandidateID: *l.CandidateID, Metadata: l.Metadata, Term: *l.Term, ExpiresAt: *l.ExpiresAt}
 	}
@@ -232,13 +218,9 @@ func decodeLockStatus(body []byte) (LockStatus, error) {
 	if err := json.Unmarshal(body, &w); err != nil {
 		return LockStatus{}, err
 	}
-	switch {
-	case w.Name == nil:
-		return LockStatus{}, missingField("name")
-	case w.Status == nil:
-		return LockStatus{}, missingField("status")
-	case w.FencingToken == nil:
-		return LockStatus{}, missingField("fencing_token")
+	if err := need(has("name", w.Name), has("status", w.Status),
+		has("fencing_token", w.FencingToken)); err != nil {
+		return LockStatus{}, err
 	}
 	s := LockStatus{Name: *w.Name, Status: *w.Status, HolderID: w.HolderID, FencingToken: *w.FencingToken,
 		ExpiresAt: w.ExpiresAt, Metadata: w.Metadata}
