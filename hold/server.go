@@ -146,8 +146,6 @@ func parseSpecialURL(raw string) (parsedURL, error) {
 	var u parsedURL
 	u.scheme = strings.ToLower(s[:colon])
 	rest := s[colon+1:]
-	special := u.scheme == "http" || u.scheme == "https"
-
 	if i := strings.IndexByte(rest, '#'); i >= 0 {
 		u.fragment = true
 		rest = rest[:i]
@@ -156,21 +154,33 @@ func parseSpecialURL(raw string) (parsedURL, error) {
 		u.query = true
 		rest = rest[:i]
 	}
-
-	if !special {
-		// Only an authority ("//…") can carry credentials.
-		if strings.HasPrefix(rest, "//") {
-			auth := rest[2:]
-			if i := strings.IndexByte(auth, '/'); i >= 0 {
-				auth = auth[:i]
-			}
-			if at := strings.LastIndexByte(auth, '@'); at >= 0 {
-				u.credentials = hasCredentials(auth[:at])
-			}
-		}
+	if u.scheme != "http" && u.scheme != "https" {
+		u.credentials = opaqueCredentials(rest)
 		return u, nil
 	}
+	if err := u.parseAuthorityAndPath(rest); err != nil {
+		return parsedURL{}, err
+	}
+	return u, nil
+}
 
+// opaqueCredentials: whether a URL of another scheme carries credentials.
+// Only an authority ("//…") can.
+func opaqueCredentials(rest string) bool {
+	if !strings.HasPrefix(rest, "//") {
+		return false
+	}
+	auth := rest[2:]
+	if i := strings.IndexByte(auth, '/'); i >= 0 {
+		auth = auth[:i]
+	}
+	at := strings.LastIndexByte(auth, '@')
+	return at >= 0 && hasCredentials(auth[:at])
+}
+
+// parseAuthorityAndPath fills host, port, credentials and path of an http or
+// https URL from what follows "scheme:".
+func (u *parsedURL) parseAuthorityAndPath(rest string) error {
 	// Special schemes ignore any number of slashes or backslashes before the
 	// authority, and treat '\' like '/'.
 	rest = strings.TrimLeft(rest, "/\\")
@@ -185,29 +195,38 @@ func parseSpecialURL(raw string) (parsedURL, error) {
 	}
 	hostPart, portPart, hasPort := splitHostPort(authority)
 	if hostPart == "" {
-		return parsedURL{}, invalidURL("empty host")
+		return invalidURL("empty host")
 	}
 	host, err := parseHost(hostPart)
 	if err != nil {
-		return parsedURL{}, err
+		return err
 	}
 	u.host = host
 	if hasPort && portPart != "" {
-		for i := 0; i < len(portPart); i++ {
-			if portPart[i] < '0' || portPart[i] > '9' {
-				return parsedURL{}, invalidURL("invalid port number")
-			}
-		}
-		p, err := strconv.ParseUint(portPart, 10, 64)
-		if err != nil || p > 65535 {
-			return parsedURL{}, invalidURL("invalid port number")
-		}
-		if !(u.scheme == "http" && p == 80 || u.scheme == "https" && p == 443) {
-			u.port = strconv.FormatUint(p, 10)
+		if u.port, err = specialPort(u.scheme, portPart); err != nil {
+			return err
 		}
 	}
 	u.path = normalizePath(path)
-	return u, nil
+	return nil
+}
+
+// specialPort checks a port of digits up to 65535; the scheme's default port
+// is serialised as none ("").
+func specialPort(scheme, port string) (string, error) {
+	for i := 0; i < len(port); i++ {
+		if port[i] < '0' || port[i] > '9' {
+			return "", invalidURL("invalid port number")
+		}
+	}
+	p, err := strconv.ParseUint(port, 10, 64)
+	if err != nil || p > 65535 {
+		return "", invalidURL("invalid port number")
+	}
+	if scheme == "http" && p == 80 || scheme == "https" && p == 443 {
+		return "", nil
+	}
+	return strconv.FormatUint(p, 10), nil
 }
 
 func validScheme(s string) bool {
