@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,39 +19,40 @@ import (
 	"github.com/octostore-supervisor/supervisor/internal/proctest"
 )
 
-// slowClock is a holder clock that runs slow against real time (and so
-// against the etcd leader's): its scheduler and continuous clocks advance
-// rate seconds per real second from the moment it was made. Wall stays real,
-// so observed_at and expires_at are real instants the test can compare with
-// what the cluster does.
-type slowClock struct {
+// skewClock is a holder clock against real time (and so against the etcd
+// leader's): its scheduler and continuous clocks advance rate seconds per
+// real second from the moment it was made, plus jump (a starved hold, moved
+// forward at once). Wall stays real, so observed_at and expires_at are real
+// instants the test can compare with what the cluster does.
+type skewClock struct {
 	rate  float64
-	start time.Time // real, with its monotonic reading
-	cont0 int64     // the real continuous clock at start
+	start time.Time     // real, with its monotonic reading
+	cont0 int64         // the real continuous clock at start
+	jump  *atomic.Int64 // nanoseconds added to both clocks
 }
 
-func newSlowClock(t *testing.T, rate float64) slowClock {
+func newSkewClock(t *testing.T, rate float64) skewClock {
 	t.Helper()
 	cont, err := hold.SystemClock{}.ContinuousMillis()
 	require.NoError(t, err)
-	return slowClock{rate: rate, start: time.Now(), cont0: cont}
+	return skewClock{rate: rate, start: time.Now(), cont0: cont, jump: &atomic.Int64{}}
 }
 
-func (c slowClock) elapsed() time.Duration {
-	return time.Duration(float64(time.Since(c.start)) * c.rate)
+func (c skewClock) elapsed() time.Duration {
+	return time.Duration(float64(time.Since(c.start))*c.rate) + time.Duration(c.jump.Load())
 }
 
-func (c slowClock) Scheduler() time.Time { return c.start.Add(c.elapsed()) }
+func (c skewClock) Scheduler() time.Time { return c.start.Add(c.elapsed()) }
 
-func (c slowClock) ContinuousMillis() (int64, error) {
+func (c skewClock) ContinuousMillis() (int64, error) {
 	return c.cont0 + c.elapsed().Milliseconds(), nil
 }
 
-func (c slowClock) Wall() time.Time { return time.Now() }
+func (c skewClock) Wall() time.Time { return time.Now() }
 
 // NewTimer makes the hold's waits follow this clock: d on it is d/rate of
 // real time, so a deadline is noticed when this clock reaches it.
-func (c slowClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
+func (c skewClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
 	t := time.NewTimer(time.Duration(float64(d) / c.rate))
 	return t.C, t.Stop
 }
@@ -104,7 +106,7 @@ func holdCutOff(t *testing.T, m *cluster, prefix string, rate float64) (sent, ga
 	const ttl = skewTTL
 	spec := election("room", "alpha")
 	spec.TTL = ttl
-	spec.Clock = newSlowClock(t, rate)
+	spec.Clock = newSkewClock(t, rate)
 	h := startHold(t, m.authority(t, prefix), spec)
 	key := h.waitEvent(t, "leader", 30*time.Second)["fencing_key"].(string)
 	deleted := watchDeletion(t, m, key)

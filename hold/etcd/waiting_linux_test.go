@@ -5,7 +5,6 @@ package etcd
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -90,21 +89,6 @@ func TestFailedRenewalWhileWaitingIsNoProof(t *testing.T) {
 	})
 }
 
-// jumpClock is the real clock plus an offset on the scheduler and
-// continuous clocks (wall stays real): a hold starved for that long.
-type jumpClock struct{ off *atomic.Int64 }
-
-func (c jumpClock) Scheduler() time.Time {
-	return time.Now().Add(time.Duration(c.off.Load()))
-}
-
-func (c jumpClock) ContinuousMillis() (int64, error) {
-	ms, err := hold.SystemClock{}.ContinuousMillis()
-	return ms + time.Duration(c.off.Load()).Milliseconds(), err
-}
-
-func (c jumpClock) Wall() time.Time { return time.Now() }
-
 // A candidate starved between its renewal and its older-key read (here: the
 // clock jumps by 0.6 × the budget as the read is sent, once the holder has
 // released) renews again before it leads, so the leader line carries more
@@ -114,10 +98,11 @@ func TestStaleProofIsRenewedBeforeAuthority(t *testing.T) {
 		first := startHold(t, m.authority(t, "/t20"), election("room", "alpha"))
 		first.waitEvent(t, "leader", 20*time.Second)
 		peer := m.Client(t)
-		off := &atomic.Int64{}
+		clock := newSkewClock(t, 1)
+		off := clock.jump
 		spec := election("room", "beta")
 		spec.TTL = 10 * time.Second
-		spec.Clock = jumpClock{off}
+		spec.Clock = clock
 		safety := hold.SafetyDuration(spec.TTL)
 		olderRead := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 			if r, ok := req.(*pb.RangeRequest); ok && r.MaxCreateRevision > 0 && off.Load() == 0 {
