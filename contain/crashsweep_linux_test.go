@@ -22,9 +22,10 @@ import (
 // Done-when of the cgroup issue: SIGKILL of the supervisor, then of the
 // guardian, at random points across 50 runs leaves nothing running after the
 // next sweep. Each run has a TERM-immune worker tree with a setsid daemon and a
-// TERM-immune hold with a descendant. The supervisor is killed 0-400 ms after
-// it started (before the worker starts in some runs, after in others), its
-// guardian 0-100 ms later. Then one `octostore-supervisor sweep` runs, and every
+// TERM-immune hold with a descendant. A third of the supervisors are killed
+// 0-400 ms after they started, a third 0-100 ms after their hold recorded
+// itself, a third 0-100 ms after their worker did (so every phase is hit however
+// slow the machine is), each guardian 0-100 ms after its supervisor. Then one `octostore-supervisor sweep` runs, and every
 // process any run recorded must be dead, and no cgroup directory of any of the
 // 50 runs may remain. OCTOSTORE_CRASH_SEED replays a logged seed.
 func TestCrashThenSweep50(t *testing.T) {
@@ -53,8 +54,12 @@ func TestCrashThenSweep50(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range crashes {
 		c := &crashRun{
+			anchor: crashAnchors[i%len(crashAnchors)],
 			supAt:  time.Duration(rng.Int64N(int64(400 * time.Millisecond))),
 			gAfter: time.Duration(rng.Int64N(int64(100 * time.Millisecond))),
+		}
+		if c.anchor != "start" {
+			c.supAt /= 4
 		}
 		crashes[i] = c
 		sem <- struct{}{}
@@ -69,7 +74,7 @@ func TestCrashThenSweep50(t *testing.T) {
 	wg.Wait()
 	crashed := time.Since(began)
 	for i, c := range crashes {
-		require.NoError(t, c.err, "run %d (supervisor %d, killed at %v, guardian %v later)", i, c.r.cmd.Process.Pid, c.supAt, c.gAfter)
+		require.NoError(t, c.err, "run %d (supervisor %d, killed %v after its %s, guardian %v later)", i, c.r.cmd.Process.Pid, c.supAt, c.anchor, c.gAfter)
 	}
 
 	// Runs whose cgroup is still there: supervisors started later have swept
@@ -160,7 +165,7 @@ func TestCrashThenSweep50(t *testing.T) {
 			afterWorker++
 		}
 	}
-	t.Logf("%d runs (backend %s), %d at a time: supervisor SIGKILLed 0-400 ms after start, guardian 0-100 ms later", runs, backend, concurrent)
+	t.Logf("%d runs (backend %s), %d at a time: supervisor SIGKILLed 0-400 ms after start or 0-100 ms after its hold or its worker recorded itself, guardian 0-100 ms later", runs, backend, concurrent)
 	t.Logf("killed before the worker started: %d (%d of them before the hold started); after: %d; no guardian yet at the kill: %d",
 		beforeHold+beforeWorker, beforeHold, afterWorker, noGuardian)
 	t.Logf("runs whose cgroup the crash abandoned: %d; swept by supervisors started later: %d; left for the final sweep: %d, of which it cleaned %d (%d still holding processes, %d processes in all)",
@@ -169,11 +174,18 @@ func TestCrashThenSweep50(t *testing.T) {
 		len(all), len(alive), crashed.Round(time.Millisecond), swept.Round(time.Millisecond))
 }
 
+// crashAnchors are the events a crashRun's delay counts from: the supervisor's
+// start, the hold's pidfile, the worker's pidfile. A delay counted from start
+// alone lands before the hold on a loaded machine, and then nothing later is
+// tested (CI once killed all 50 runs before any hold had started).
+var crashAnchors = [...]string{"start", "hold", "worker"}
+
 // crashRun is one run of TestCrashThenSweep50 and where it is killed. crash runs
 // in its own goroutine and only reports.
 type crashRun struct {
 	r         *run
-	supAt     time.Duration // after the supervisor started
+	anchor    string        // one of crashAnchors
+	supAt     time.Duration // after the anchor
 	gAfter    time.Duration // after the supervisor was killed
 	guardian  bool          // a guardian existed at the kill, and was killed too
 	abandoned bool          // its cgroup directory was there once both were dead (unless a later supervisor swept it first)
@@ -183,7 +195,11 @@ type crashRun struct {
 func (c *crashRun) crash(parent string) error {
 	r := c.r
 	sup := r.cmd.Process.Pid
-	time.Sleep(time.Until(r.began.Add(c.supAt)))
+	from, err := c.anchored()
+	if err != nil {
+		return err
+	}
+	time.Sleep(time.Until(from.Add(c.supAt)))
 	// Stop the supervisor first and wait until every thread of it is stopped: a
 	// fork in flight has then completed, so its children - the guardian, if it
 	// exists yet - are all visible. The SIGKILL that follows ends it exactly here.
@@ -228,6 +244,27 @@ func (c *crashRun) crash(parent string) error {
 		}
 	}
 	return nil
+}
+
+// anchored waits for c's anchor event and returns when it was seen.
+func (c *crashRun) anchored() (time.Time, error) {
+	pidfile := map[string]string{"hold": "hold.pids", "worker": "pids"}[c.anchor]
+	if pidfile == "" {
+		return c.r.began, nil
+	}
+	recorded := func() bool { return len(pidsIn(filepath.Join(c.r.dir, pidfile))) > 0 }
+	ended := func() bool {
+		select {
+		case <-c.r.done:
+			return true
+		default:
+			return false
+		}
+	}
+	if !proctest.Until(bound, func() bool { return recorded() || ended() }) || !recorded() {
+		return time.Time{}, fmt.Errorf("supervisor %d: no %s recorded itself within %v; stderr:\n%s", c.r.cmd.Process.Pid, c.anchor, bound, c.r.stderr())
+	}
+	return time.Now(), nil
 }
 
 // waitAllThreadsStopped waits until every thread of pid is stopped (or dead);
