@@ -2,8 +2,6 @@ package etcd
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"time"
 
@@ -16,19 +14,17 @@ import (
 // budget to respect).
 const readTimeout = 5 * time.Second
 
-// CreateElection mints a random 32-character URL-safe id (24 random bytes,
-// base64url without padding), as OctoStore does. Nothing is written: an etcd
-// room is just a key prefix. The cluster is still asked for its version so a
+// CreateElection mints a random id (hold.NewElectionID), as OctoStore does.
+// Nothing is written: an etcd room is just a key prefix. The cluster is still asked for its version so a
 // wrong URL fails here rather than at the first hold.
 func (a *Authority) CreateElection(ctx context.Context) (hold.ElectionCreated, error) {
 	if err := a.checkVersion(ctx, a.Diag); err != nil {
 		return hold.ElectionCreated{}, err
 	}
-	var b [24]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	id, err := hold.NewElectionID()
+	if err != nil {
 		return hold.ElectionCreated{}, err
 	}
-	id := base64.RawURLEncoding.EncodeToString(b[:])
 	path := "/elections/" + hold.EncodeSegment(id)
 	return hold.ElectionCreated{ElectionID: id, CampaignPath: path + "/campaign", StatusPath: path, WatchPath: path + "/watch"}, nil
 }

@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -672,9 +671,8 @@ func newHolderID() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// CreateElection makes a new room (hold.Authority): a random 32-character
-// URL-safe id, as the server generates (24 random bytes, base64url without
-// padding), and its lock file. Every candidate must then be given this same
+// CreateElection makes a new room (hold.Authority): a random id
+// (hold.NewElectionID) and its lock file. Every candidate must then be given this same
 // id. The paths are the server's, so --json prints the same shape.
 func (s *Store) CreateElection(context.Context) (hold.ElectionCreated, error) {
 	id, err := s.createElection()
@@ -687,11 +685,10 @@ func (s *Store) CreateElection(context.Context) (hold.ElectionCreated, error) {
 
 func (s *Store) createElection() (string, error) {
 	for {
-		var b [24]byte
-		if _, err := rand.Read(b[:]); err != nil {
+		id, err := hold.NewElectionID()
+		if err != nil {
 			return "", err
 		}
-		id := base64.RawURLEncoding.EncodeToString(b[:])
 		esc, err := escapeName(id)
 		if err != nil {
 			return "", err
