@@ -31,9 +31,9 @@ func TestMain(m *testing.M) {
 	// Built once for both runs of the suite (make test runs it per backend)
 	// and kept while the sources stay the same.
 	dir, err := proctest.BuildShared("..", []proctest.Program{
-		{Name: "octostore", Pkg: "./cmd/octostore"},
+		{Name: "octostore", Pkg: "./cmd/octostore", Tags: "urfave_cli_no_docs"},
 		{Name: "authority", Pkg: "./testbin/authority"},
-		{Name: "octostore-supervisor", Pkg: "./cmd/octostore-supervisor", Tags: "octostore_testhooks"},
+		{Name: "octostore-supervisor", Pkg: "./cmd/octostore-supervisor", Tags: "octostore_testhooks,urfave_cli_no_docs"}, // as make build
 		{Name: "fakehold", Pkg: "./testbin/fakehold"},
 		{Name: "escaper", Pkg: "./testbin/escaper"},
 		{Name: "attacker", Pkg: "./testbin/attacker"},
