@@ -169,6 +169,16 @@ func (c *Cluster) Client(t testing.TB) *clientv3.Client {
 	return cli
 }
 
+// MemberClient is a client of member i alone, on its own client port (never
+// its proxy), closed when t ends: calls through it cannot land on another
+// member, frozen or cut off.
+func (c *Cluster) MemberClient(t testing.TB, i int) *clientv3.Client {
+	t.Helper()
+	cli := c.newClient(t, []string{c.members[i].ClientAddr()})
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
 // Leader waits until every running member (not killed, not stopped) reports
 // the same leader, itself one of them, and returns its index.
 func (c *Cluster) Leader(t testing.TB) int {
