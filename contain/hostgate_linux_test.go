@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/octostore-supervisor/supervisor/contain"
 	"github.com/octostore-supervisor/supervisor/internal/proctest"
 )
 
@@ -66,8 +67,15 @@ func TestFailedContainmentKeepsNameBlocked(t *testing.T) {
 			b.waitEvent("waiting", bound)
 			child := freezeChild(t, freezer, a.dir)
 
+			// A's worker teardown runs out its proof bound, then A exits 70.
+			// Its worker shim, which keeps the survivor below it, stays to
+			// kill it for a proof bound of its own once the guardian is gone,
+			// and holds A's stderr until then: 10.5 s here when idle, past
+			// a flat 15 s bound once on CI's loaded cores.
+			termed := time.Now()
 			require.NoError(t, a.cmd.Process.Signal(syscall.SIGTERM))
-			require.Equal(t, 70, a.wait(bound), a.stderr())
+			require.Equal(t, 70, a.wait(500*time.Millisecond+2*contain.DefaultProofBound+bound), a.stderr())
+			t.Logf("A's stdout and stderr closed %v after its SIGTERM", time.Since(termed).Round(time.Millisecond))
 			require.Contains(t, a.stderr(), fmt.Sprintf("survivor: pid %d", child.pid))
 			require.Contains(t, a.stderr(), "this name stays blocked on this host until the survivors are gone")
 			records, err := filepath.Glob(filepath.Join(xdg, "octostore", "supervised", "*.survivors"))
