@@ -24,8 +24,7 @@ const (
 // timers is implemented by a Clock whose waits must follow it rather than
 // the process's real timers: a test clock that moves only when told to fires
 // the timers it passes at once, so a test never sleeps for a deadline its
-// clock has already reached. A Clock without it (SystemClock) gets
-// time.NewTimer.
+// clock has already reached. A Clock without it gets real timers (wakeBy).
 type timers interface {
 	// NewTimer returns a channel that receives once d has passed, and a
 	// function that stops the timer. Firing early is allowed: every wait
@@ -33,18 +32,10 @@ type timers interface {
 	NewTimer(d time.Duration) (<-chan time.Time, func() bool)
 }
 
-func newTimer(c Clock, d time.Duration) (<-chan time.Time, func() bool) {
-	if t, ok := c.(timers); ok {
-		return t.NewTimer(d)
-	}
-	t := time.NewTimer(d)
-	return t.C, t.Stop
-}
-
 // Waiter is the one way a hold waits (docs/protocol.md "Authority deadline"):
-// until an authority deadline on both clocks, sampled at least every
-// AuthorityPoll so a suspend that stops the scheduler clock is still noticed
-// on the continuous one, racing SIGINT/SIGTERM and the run's context. Every
+// until an authority deadline on both clocks, woken by the continuous clock
+// too (wakeBy) so a suspend that stops the scheduler clock still ends the
+// wait on time, racing SIGINT/SIGTERM and the run's context. Every
 // state machine of every authority, and watch, waits through it, so the rule
 // "a wait never outlasts authority" is written once.
 //
@@ -143,10 +134,10 @@ func Await[T any](w *Waiter, d Deadline, watch bool, abandoned func(T), op func(
 		if err != nil || rem == 0 {
 			return stop(DeadlineReached, err)
 		}
-		// Without a deadline there is no suspend to notice: no polling.
+		// Without a deadline there is no suspend to notice: nothing to wake for.
 		fired, stopTimer := (<-chan time.Time)(nil), func() bool { return false }
 		if d != forever {
-			fired, stopTimer = newTimer(w.Clock, min(rem, AuthorityPoll))
+			fired, stopTimer = wakeBy(w.Clock, d, rem)
 		}
 		select {
 		case res := <-results:
@@ -162,6 +153,7 @@ func Await[T any](w *Waiter, d Deadline, watch bool, abandoned func(T), op func(
 			w.Signal = syscall.SIGTERM
 			return stop(Signalled, nil)
 		case <-fired:
+			stopTimer() // a continuous alarm holds a descriptor until stopped
 		}
 	}
 }
