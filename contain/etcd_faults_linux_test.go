@@ -249,15 +249,29 @@ func requireLeaderTerm(t *testing.T, r *run) uint64 {
 // waitWrites waits until term has n accepted writes in the fenced log.
 func (f *faultScene) waitWrites(t *testing.T, term uint64, n int) {
 	t.Helper()
-	proctest.WaitFor(t, bound, fmt.Sprintf("%d writes of term %d", n, term), func() bool {
-		got := 0
+	var ok, rejected int
+	if proctest.Until(bound, func() bool {
+		ok, rejected = 0, 0
 		for _, e := range f.fence.Entries(t) {
-			if e.Term == term && e.OK {
-				got++
+			switch {
+			case e.Term == term && e.OK:
+				ok++
+			case e.Term == term:
+				rejected++
 			}
 		}
-		return got >= n
-	})
+		return ok >= n
+	}) {
+		return
+	}
+	// Say what each supervisor was doing: a worker that never wrote and one
+	// whose writes were refused are different failures.
+	for _, r := range []*run{f.a, f.b} {
+		if r != nil {
+			t.Logf("supervisor %d: events %v; stderr:\n%s", r.cmd.Process.Pid, r.events(), r.stderr())
+		}
+	}
+	t.Fatalf("timed out after %v waiting for %d writes of term %d: %d accepted, %d rejected", bound, n, term, ok, rejected)
 }
 
 // renewals counts r's renewed lines.
