@@ -670,7 +670,14 @@ func TestLocalCreateStatusWatch(t *testing.T) {
 	h.sigs <- syscall.SIGTERM
 	h.expect(events.Released, hold.ReasonSignal)
 	h.exit()
-	require.Equal(t, "vacant", snap()["status"])
+	// Snapshots of the holder's last changes may still be queued ahead of
+	// the release's (seen under Wine): the first one that is not the
+	// leader's must be vacant.
+	got = snap()
+	for got["status"] == "leader" {
+		got = snap()
+	}
+	require.Equal(t, "vacant", got["status"])
 	sigs <- os.Interrupt
 	select {
 	case code := <-done:
