@@ -8,7 +8,7 @@ import (
 
 // maxAlarmMS is the largest continuous deadline armed on a timer: beyond it
 // (continuousNever, a deadline with no continuous part) nanoseconds overflow,
-// and the scheduler timer alone bounds the wait.
+// and the wait samples the clocks as it does without a timerfd.
 const maxAlarmMS = 1 << 42 // ~139 years of uptime
 
 // wakeBy returns a channel that receives no later than d is reached on either
