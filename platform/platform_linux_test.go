@@ -4,6 +4,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -62,6 +67,101 @@ func TestDescendantsAndSignal(t *testing.T) {
 	require.NoError(t, r.Signal(sh, syscall.SIGKILL))
 	_ = cmd.Wait()
 	require.ErrorIs(t, r.Signal(sh, syscall.SIGKILL), ErrNoProcess)
+}
+
+// TestDescendantsWalkFindsWhatTheTableHas: the walk through the kernel's
+// lists of children finds the same tree as a scan of the whole table, also for
+// children forked by threads other than the leader (each thread has its own
+// list) and below a middle process.
+func TestDescendantsWalkFindsWhatTheTableHas(t *testing.T) {
+	r := NewProcReader()
+	require.True(t, r.childLists, "this kernel keeps no lists of children; the walk is untested here")
+
+	// Four children, each forked from a thread of its own, each with a child
+	// and a grandchild of its own: sh -> (sh -> sleep).
+	var cmds []*exec.Cmd
+	var mu sync.Mutex
+	var started sync.WaitGroup
+	release := make(chan struct{})
+	for range 4 {
+		started.Add(1)
+		go func() {
+			// The thread stays until the end: when a thread exits, its
+			// children move to another thread's list, mostly the leader's.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			cmd := exec.Command("/bin/sh", "-c", "(sleep 30 & wait) & wait")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // one group per tree, to end it whole
+			err := cmd.Start()
+			if err == nil {
+				mu.Lock()
+				cmds = append(cmds, cmd)
+				mu.Unlock()
+			}
+			started.Done()
+			<-release
+		}()
+	}
+	started.Wait()
+	var walked []int
+	t.Cleanup(func() {
+		for _, c := range cmds {
+			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+			_ = c.Wait()
+		}
+		close(release)
+		// The grandchildren were re-parented to PID 1: gone or a zombie.
+		for _, pid := range walked {
+			require.Eventually(t, func() bool {
+				p, err := r.Stat(pid)
+				return err != nil || p.Dead()
+			}, 10*time.Second, 5*time.Millisecond, "pid %d outlived the test", pid)
+		}
+	})
+	require.Len(t, cmds, 4)
+
+	pidsOf := func(ps []Proc) []int {
+		var out []int
+		for _, p := range ps {
+			out = append(out, p.Pid)
+		}
+		slices.Sort(out)
+		return out
+	}
+	self := os.Getpid()
+	var scanned []int
+	require.Eventually(t, func() bool {
+		ws, err := r.Descendants(self, nil)
+		require.NoError(t, err)
+		walked = pidsOf(ws)
+		return len(walked) == 3*len(cmds) // sh, sh, sleep each
+	}, 10*time.Second, 5*time.Millisecond, "walked %v", walked)
+	all, err := r.All(nil)
+	require.NoError(t, err)
+	scanned = pidsOf(DescendantsIn(all, self, nil))
+	require.Equal(t, scanned, walked)
+
+	r.childLists = false
+	ss, err := r.Descendants(self, nil)
+	require.NoError(t, err)
+	require.Equal(t, walked, pidsOf(ss), "the whole-table fallback disagrees")
+
+	// The walk is only as good as its reads of every thread's list: at least
+	// one child must be listed under a thread other than the leader, or this
+	// test proves nothing about that.
+	onOtherThreads := 0
+	tasks, err := os.ReadDir("/proc/self/task")
+	require.NoError(t, err)
+	for _, task := range tasks {
+		if task.Name() == strconv.Itoa(self) {
+			continue
+		}
+		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/children")
+		if err == nil {
+			onOtherThreads += len(strings.Fields(string(b)))
+		}
+	}
+	require.NotZero(t, onOtherThreads, "every child is on the leader's list")
 }
 
 func TestContinuousClockAndTimer(t *testing.T) {

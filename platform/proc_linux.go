@@ -47,11 +47,15 @@ func (p Proc) Dead() bool {
 type ProcReader struct {
 	buf  []byte
 	dirb []byte
+	// childLists: the kernel keeps per-thread lists of children
+	// (CONFIG_PROC_CHILDREN), so Descendants can walk the tree alone.
+	childLists bool
 }
 
 // NewProcReader returns a reader; it is not safe for concurrent use.
 func NewProcReader() *ProcReader {
-	return &ProcReader{buf: make([]byte, 4096), dirb: make([]byte, 64<<10)}
+	self := "/proc/self/task/" + strconv.Itoa(unix.Gettid()) + "/children"
+	return &ProcReader{buf: make([]byte, 4096), dirb: make([]byte, 64<<10), childLists: unix.Access(self, unix.R_OK) == nil}
 }
 
 // ErrNoProcess means the pid does not exist (any more).
@@ -114,15 +118,26 @@ func parseStat(pid int, b []byte) (Proc, error) {
 
 // Pids lists the numeric entries of /proc (thread-group leaders only), appending to dst.
 func (r *ProcReader) Pids(dst []int) ([]int, error) {
-	fd, err := unix.Open("/proc", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	return r.numericEntries("/proc", dst)
+}
+
+// numericEntries appends the numeric names in directory dir to dst: pids in
+// /proc, thread ids in /proc/PID/task. It reads with getdents into the
+// reader's buffer because os.ReadDir allocates an entry per name, and the
+// teardown path lists directories in a loop.
+func (r *ProcReader) numericEntries(dir string, dst []int) ([]int, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return dst, fmt.Errorf("open /proc: %w", err)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+			return dst, ErrNoProcess
+		}
+		return dst, fmt.Errorf("open %s: %w", dir, err)
 	}
 	defer unix.Close(fd)
 	for {
 		n, err := unix.Getdents(fd, r.dirb)
 		if err != nil {
-			return dst, fmt.Errorf("read /proc: %w", err)
+			return dst, fmt.Errorf("read %s: %w", dir, err)
 		}
 		if n == 0 {
 			return dst, nil
@@ -135,8 +150,8 @@ func (r *ProcReader) Pids(dst []int) ([]int, error) {
 			if i := bytes.IndexByte(name, 0); i >= 0 {
 				name = name[:i]
 			}
-			if pid, ok := atoiPositive(name); ok {
-				dst = append(dst, pid)
+			if id, ok := atoiPositive(name); ok {
+				dst = append(dst, id)
 			}
 			b = b[reclen:]
 		}
@@ -157,11 +172,144 @@ func atoiPositive(b []byte) (int, bool) {
 	return n, n > 0
 }
 
-// Descendants returns every process below root, found through parent links in one
-// scan of /proc, appended to dst. Root itself is not included, nor are the skipped
-// pids and their subtrees. Processes that exit during the scan are simply absent;
-// callers loop until a scan finds nothing alive.
+// Descendants returns every process below root, appended to dst: root's
+// children, theirs, and so on, zombies included. Root itself is not included,
+// nor are the skipped pids and their subtrees. Processes that exit during the
+// walk are simply absent; callers loop until a walk finds nothing alive.
+//
+// It walks the kernel's lists of children (/proc/PID/task/TID/children) from
+// root, so its cost follows the size of the tree, not of the whole process
+// table: a teardown walks several times, and on a host running fifty
+// supervisors a walk of the whole table costs each of them as much as all the
+// others' trees together. Where the kernel has no such lists
+// (CONFIG_PROC_CHILDREN unset) it scans the whole table instead
+// (scanDescendants), with the same result.
+//
+// Why a walk that finds nothing alive proves the tree empty, for callers whose
+// root is a child subreaper: a process with children has not exited (the
+// kernel re-parents children before a process becomes a zombie), so every live
+// process below root hangs, through live processes only, from one of root's
+// children. The walk ends with a read of root's own lists that shows no child
+// it has not already read: each of those was read as a zombie or gone, and a
+// process that was dead cannot be the live top of such a chain. A child that
+// moved to root while the walk ran (its parent exited: the subreaper takes it)
+// appears in that last read and is walked in turn.
 func (r *ProcReader) Descendants(root int, dst []Proc, skip ...int) ([]Proc, error) {
+	if !r.childLists {
+		return r.scanDescendants(root, dst, skip...)
+	}
+	seen := make(map[int]bool, 8+len(skip))
+	seen[root] = true
+	for _, pid := range skip {
+		seen[pid] = true
+	}
+	var queue []int
+	enqueue := func(kids []int) (added int) {
+		for _, k := range kids {
+			if !seen[k] {
+				seen[k] = true
+				queue = append(queue, k)
+				added++
+			}
+		}
+		return added
+	}
+	for {
+		kids, err := r.children(root, 0)
+		if err != nil && !errors.Is(err, ErrNoProcess) {
+			return dst, err
+		}
+		// A root that is gone has no children: its orphans are another
+		// subreaper's, which callers check for (the guardian's shimAlive).
+		if enqueue(kids) == 0 {
+			return dst, nil
+		}
+		for len(queue) > 0 {
+			pid := queue[0]
+			queue = queue[1:]
+			p, err := r.Stat(pid)
+			if errors.Is(err, ErrNoProcess) {
+				continue // gone; its children went to a subreaper, root at the latest
+			}
+			if err != nil {
+				return dst, err
+			}
+			dst = append(dst, p)
+			if p.Dead() {
+				continue // exited: its children were re-parented before it became a zombie
+			}
+			if kids, err = r.children(pid, p.Threads); err != nil && !errors.Is(err, ErrNoProcess) {
+				return dst, err
+			}
+			enqueue(kids)
+		}
+	}
+}
+
+// children returns the kernel's list of pid's children, read per thread: a
+// child is listed under the thread that forked it. threads is pid's thread
+// count from the Stat just read; for 1 the leader's list is read directly,
+// without listing the task directory (a thread created after that Stat can
+// only fork while pid is alive, which the walk has already seen).
+func (r *ProcReader) children(pid, threads int) ([]int, error) {
+	var kids []int
+	tasks := []int{pid}
+	if threads != 1 {
+		var err error
+		if tasks, err = r.numericEntries("/proc/"+strconv.Itoa(pid)+"/task", nil); err != nil {
+			return nil, err
+		}
+	}
+	for _, tid := range tasks {
+		b, err := r.readFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/children")
+		if errors.Is(err, ErrNoProcess) {
+			continue // the thread exited; its children went to another thread of pid
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range bytes.Fields(b) {
+			if k, ok := atoiPositive(f); ok {
+				kids = append(kids, k)
+			}
+		}
+	}
+	return kids, nil
+}
+
+// readFile reads a whole /proc file into the reader's buffer, growing it as
+// needed (a list of thousands of children is longer than a page).
+func (r *ProcReader) readFile(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+			return nil, ErrNoProcess
+		}
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	n := 0
+	for {
+		if n == len(r.buf) {
+			r.buf = append(r.buf, make([]byte, len(r.buf))...)
+		}
+		m, err := unix.Read(fd, r.buf[n:])
+		if err != nil {
+			if errors.Is(err, unix.ESRCH) {
+				return nil, ErrNoProcess
+			}
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		if m == 0 {
+			return r.buf[:n], nil
+		}
+		n += m
+	}
+}
+
+// scanDescendants is Descendants by one scan of the whole of /proc, for
+// kernels without lists of children.
+func (r *ProcReader) scanDescendants(root int, dst []Proc, skip ...int) ([]Proc, error) {
 	pids, err := r.Pids(make([]int, 0, 512))
 	if err != nil {
 		return dst, err
@@ -177,65 +325,23 @@ func (r *ProcReader) Descendants(root int, dst []Proc, skip ...int) ([]Proc, err
 		}
 		all = append(all, p)
 	}
-	children := make(map[int][]int, len(all))
-	idx := make(map[int]int, len(all))
-	for i, p := range all {
-		children[p.PPid] = append(children[p.PPid], p.Pid)
-		idx[p.Pid] = i
-	}
-	queue := append([]int(nil), children[root]...)
 	// The scan reads one process at a time, so it is not one instant: when a
 	// middle process exits between the reads of its child and of itself, the
 	// child's parent link points at a process the scan no longer has, and the
 	// child is missed - while the kernel has re-parented it to the nearest
 	// subreaper, which is root in every caller that proves a tree empty. The
-	// kernel's own list of root's children, read after the scan, has it.
-	for _, pid := range r.directChildren(root) {
-		if _, seen := idx[pid]; seen {
-			continue
-		}
-		p, err := r.Stat(pid)
-		if err != nil {
-			continue // gone again
-		}
-		idx[pid] = len(all)
-		all = append(all, p)
-		queue = append(queue, pid)
-	}
-	for len(queue) > 0 {
-		pid := queue[0]
-		queue = queue[1:]
-		if slices.Contains(skip, pid) {
-			continue
-		}
-		dst = append(dst, all[idx[pid]])
-		queue = append(queue, children[pid]...)
-	}
-	return dst, nil
-}
-
-// directChildren reads /proc/PID/task/TID/children for every thread of pid:
-// the kernel's list of its children at one instant per thread. Best effort (an
-// empty answer where the kernel lacks CONFIG_PROC_CHILDREN): the scan stays
-// the main source.
-func (r *ProcReader) directChildren(pid int) []int {
-	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
-	if err != nil {
-		return nil
-	}
-	var kids []int
-	for _, t := range tasks {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/children")
-		if err != nil {
-			continue
-		}
-		for _, f := range bytes.Fields(b) {
-			if k, ok := atoiPositive(f); ok {
-				kids = append(kids, k)
+	// kernel's own list of root's children, read after the scan, has it (where
+	// the kernel keeps such lists at all).
+	if kids, err := r.children(root, 0); err == nil {
+		for _, pid := range kids {
+			if !slices.ContainsFunc(all, func(p Proc) bool { return p.Pid == pid }) {
+				if p, err := r.Stat(pid); err == nil {
+					all = append(all, p)
+				}
 			}
 		}
 	}
-	return kids
+	return DescendantsIn(all, root, dst, skip...), nil
 }
 
 // Signal delivers sig to exactly the process p names, never to a process that
