@@ -164,6 +164,68 @@ func TestDescendantsWalkFindsWhatTheTableHas(t *testing.T) {
 	require.NotZero(t, onOtherThreads, "every child is on the leader's list")
 }
 
+// TestDescendantsWalkWhileThreadsExit: a child moves to another thread's
+// list when the thread that forked it exits, as the shim's spawning thread
+// does right after every start. Walks racing such exits must still find
+// every child started before the walk began.
+func TestDescendantsWalkWhileThreadsExit(t *testing.T) {
+	r := NewProcReader()
+	var mu sync.Mutex
+	var started []*exec.Cmd
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range started {
+			_ = c.Process.Kill()
+			_ = c.Wait() // our own children: reaped here, gone after
+		}
+	})
+	const n = 60
+	spawned := make(chan struct{})
+	go func() {
+		defer close(spawned)
+		for range n {
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+				cmd := exec.Command("/bin/sleep", "30")
+				if cmd.Start() == nil {
+					mu.Lock()
+					started = append(started, cmd)
+					mu.Unlock()
+				}
+			}()
+			<-done
+		}
+	}()
+	walks := 0
+	for running := true; running; walks++ {
+		select {
+		case <-spawned:
+			running = false
+		default:
+		}
+		mu.Lock()
+		var want []int
+		for _, c := range started {
+			want = append(want, c.Process.Pid)
+		}
+		mu.Unlock()
+		ds, err := r.Descendants(os.Getpid(), nil)
+		require.NoError(t, err)
+		have := map[int]bool{}
+		for _, d := range ds {
+			have[d.Pid] = true
+		}
+		for _, pid := range want {
+			require.True(t, have[pid], "walk %d missed child %d, started before it", walks, pid)
+		}
+	}
+	require.Len(t, started, n)
+	t.Logf("%d walks raced %d thread exits", walks, n)
+}
+
 func TestContinuousClockAndTimer(t *testing.T) {
 	a, err := ContinuousMillis()
 	require.NoError(t, err)

@@ -193,11 +193,23 @@ func atoiPositive(b []byte) (int, bool) {
 // it has not already read: each of those was read as a zombie or gone, and a
 // process that was dead cannot be the live top of such a chain. A child that
 // moved to root while the walk ran (its parent exited: the subreaper takes it)
-// appears in that last read and is walked in turn.
+// appears in that last read and is walked in turn. The lists are per thread,
+// and a child moves between them when its thread exits; children only returns
+// lists read while the set of threads held still (or the whole table is
+// scanned), so no child is lost between two of them.
 func (r *ProcReader) Descendants(root int, dst []Proc, skip ...int) ([]Proc, error) {
 	if !r.childLists {
 		return r.scanDescendants(root, dst, skip...)
 	}
+	out, err := r.walk(root, dst, skip)
+	if errors.Is(err, errUnsettled) {
+		return r.scanDescendants(root, dst, skip...)
+	}
+	return out, err
+}
+
+// walk is Descendants through the lists of children.
+func (r *ProcReader) walk(root int, dst []Proc, skip []int) ([]Proc, error) {
 	seen := make(map[int]bool, 8+len(skip))
 	seen[root] = true
 	for _, pid := range skip {
@@ -251,27 +263,58 @@ func (r *ProcReader) Descendants(root int, dst []Proc, skip ...int) ([]Proc, err
 // count from the Stat just read; for 1 the leader's list is read directly,
 // without listing the task directory (a thread created after that Stat can
 // only fork while pid is alive, which the walk has already seen).
+//
+// When a thread exits, its children move to another thread's list, which may
+// already have been read: the shim starts the worker from a thread it then
+// discards, so this happens at every start. The lists therefore count only
+// if the set of threads was the same before and after they were read; after
+// a few unsettled tries it gives up with errUnsettled, and Descendants scans
+// the whole table instead (a process churning threads cannot hide a child
+// from that scan, which goes by the parent's thread-group id).
 func (r *ProcReader) children(pid, threads int) ([]int, error) {
-	var kids []int
-	tasks := []int{pid}
-	if threads != 1 {
-		var err error
-		if tasks, err = r.numericEntries("/proc/"+strconv.Itoa(pid)+"/task", nil); err != nil {
-			return nil, err
-		}
+	if threads == 1 {
+		return r.childList(pid, pid, nil)
 	}
-	for _, tid := range tasks {
-		b, err := r.readFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/children")
-		if errors.Is(err, ErrNoProcess) {
-			continue // the thread exited; its children went to another thread of pid
-		}
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	for range 3 {
+		before, err := r.numericEntries(dir, nil)
 		if err != nil {
 			return nil, err
 		}
-		for _, f := range bytes.Fields(b) {
-			if k, ok := atoiPositive(f); ok {
-				kids = append(kids, k)
+		var kids []int
+		settled := true
+		for _, tid := range before {
+			if kids, err = r.childList(pid, tid, kids); errors.Is(err, ErrNoProcess) {
+				settled = false // the thread exited: its children moved
+				break
+			} else if err != nil {
+				return nil, err
 			}
+		}
+		after, err := r.numericEntries(dir, nil)
+		if err != nil {
+			return nil, err
+		}
+		if settled && slices.Equal(before, after) {
+			return kids, nil
+		}
+	}
+	return nil, errUnsettled
+}
+
+// errUnsettled: a process's threads kept changing while its lists of
+// children were read.
+var errUnsettled = errors.New("threads changed during every read of the lists of children")
+
+// childList appends to kids the children listed under thread tid of pid.
+func (r *ProcReader) childList(pid, tid int, kids []int) ([]int, error) {
+	b, err := r.readFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/children")
+	if err != nil {
+		return kids, err
+	}
+	for _, f := range bytes.Fields(b) {
+		if k, ok := atoiPositive(f); ok {
+			kids = append(kids, k)
 		}
 	}
 	return kids, nil
