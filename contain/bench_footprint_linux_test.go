@@ -66,7 +66,7 @@ func benchExit(b *testing.B, n int, mk func(dir, worker string, hold []string) *
 	for i := 0; i < n; i++ {
 		dir := b.TempDir()
 		w := benchScript(b, dir, "--term-exits --marker "+dir+"/ready")
-		cmd := mk(dir, w, []string{bins.hold, "--stamps", dir + "/stamps", "emit:leader,term=1,budget=60000", "waitfile:" + dir + "/ready,timeout=120s", "emit:lost,term=1"})
+		cmd := mk(dir, w, []string{bins.hold, "--stamps", dir + "/stamps", "emit:leader,term=1,budget=60000", "waitfile:" + dir + "/ready,timeout=120s", "emit:lost,term=1", "exit:20"})
 		var stdout strings.Builder
 		cmd.Stdout = &stdout
 		if err := cmd.Start(); err != nil {

@@ -139,8 +139,10 @@ func Supervise(ctx context.Context, cfg Config) int {
 	// half way and leave the containment to guess.
 	stopSignals := catchSignals(r.sigs, cfg.Stderr)
 	defer stopSignals()
-	defer r.cleanup()
+	// The interlock is let go last, once the guardian is reaped (cleanup):
+	// the next run of this name on this host finds nothing of ours running.
 	defer r.releaseInterlock()
+	defer r.cleanup()
 	// A name kept blocked by survivors of a failed containment does not even
 	// campaign: a lease it cannot use would only keep it from another host.
 	if c := r.waitUntilClear(ctx, r.gate.survivorsAlive); c != nil {
