@@ -45,12 +45,12 @@ func benchTeardownTable(b *testing.B) {
 	}
 	r := row{"TERM-obedient worker (sh exec escaper --term-exits)"}
 	for _, backend := range []string{"process-group", "cgroup"} {
-		d := benchExit(b, teardownRuns, func(dir, w string, hold []string) *exec.Cmd {
+		d := benchExit(b, teardownRuns, "--term-exits", func(dir, w string, hold []string) *exec.Cmd {
 			return exec.Command(bins.sup, append([]string{"election", "--term-grace", "1s", "--containment", backend, "room", "agent", w, "--"}, hold...)...)
 		})
 		r = append(r, ms(pct(d, 50)), ms(pct(d, 99)))
 	}
-	d := benchExit(b, teardownRuns, func(dir, w string, hold []string) *exec.Cmd {
+	d := benchExit(b, teardownRuns, "--term-exits", func(dir, w string, hold []string) *exec.Cmd {
 		return exec.Command(floor, append([]string{w, "--"}, hold...)...)
 	})
 	r = append(r, ms(pct(d, 50)), ms(pct(d, 99)))
@@ -61,12 +61,12 @@ func benchTeardownTable(b *testing.B) {
 // benchExit runs n supervisors (or floors) made by mk and returns, for each,
 // the time from the hold's lost stamp to the process's exit as seen by its
 // parent.
-func benchExit(b *testing.B, n int, mk func(dir, worker string, hold []string) *exec.Cmd) []time.Duration {
+func benchExit(b *testing.B, n int, flags string, mk func(dir, worker string, hold []string) *exec.Cmd) []time.Duration {
 	var out []time.Duration
 	for i := 0; i < n; i++ {
 		dir := b.TempDir()
-		w := benchScript(b, dir, "--term-exits --marker "+dir+"/ready")
-		cmd := mk(dir, w, []string{bins.hold, "--stamps", dir + "/stamps", "emit:leader,term=1,budget=60000", "waitfile:" + dir + "/ready,timeout=120s", "emit:lost,term=1", "exit:20"})
+		w, hold := benchRun(b, dir, flags)
+		cmd := mk(dir, w, hold)
 		var stdout strings.Builder
 		cmd.Stdout = &stdout
 		if err := cmd.Start(); err != nil {

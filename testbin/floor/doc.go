@@ -6,7 +6,12 @@
 //
 // Usage:
 //
-//	floor WORKER -- HOLD [ARGS...]
+//	floor [--kill] WORKER -- HOLD [ARGS...]
+//
+// With --kill it is the floor for killing a whole tree: it becomes a child
+// subreaper, sends SIGKILL to the worker's group instead, and reaps until it has no children left,
+// so it exits once every process of both groups is gone (what the kernel
+// needs to end and reap that many processes).
 //
 // It is a benchmark instrument, not a supervisor: descendants that leave the
 // two groups are not looked for.
