@@ -385,27 +385,38 @@ func (g *guardian) contain(grp *shimGroup, termUntil time.Time) Report {
 	if grp.closed {
 		return grp.report
 	}
-	root, skip := g.rootOf(grp)
-	return g.sweep(grp, root, skip, termUntil)
+	return g.sweep(grp, g.others(grp), termUntil)
 }
 
-func (g *guardian) rootOf(grp *shimGroup) (int, []int) {
+// others lists the shims of the other groups that are not closed: a sweep of
+// the guardian's own tree leaves their healthy subtrees alone. It is read
+// before any concurrent sweep starts (containAll), since a sweep closes its
+// group when done; a shim closed meanwhile stays in the list harmlessly (its
+// tree was proven empty).
+func (g *guardian) others(grp *shimGroup) []int {
+	var pids []int
+	for _, other := range g.groups {
+		if other != grp && !other.closed {
+			pids = append(pids, other.pid)
+		}
+	}
+	return pids
+}
+
+// rootOf is where a sweep of grp starts: its shim, or, once the shim has been
+// reaped, the guardian itself with the other groups skipped.
+func (g *guardian) rootOf(grp *shimGroup, others []int) (int, []int) {
 	select {
 	case <-grp.gone:
+		return os.Getpid(), others
 	default:
 		return grp.pid, nil
 	}
-	var skip []int
-	for _, other := range g.groups {
-		if other != grp && !other.closed {
-			skip = append(skip, other.pid)
-		}
-	}
-	return os.Getpid(), skip
 }
 
 // sweep touches only grp, so containAll may run one per group concurrently.
-func (g *guardian) sweep(grp *shimGroup, root int, skip []int, termUntil time.Time) Report {
+func (g *guardian) sweep(grp *shimGroup, others []int, termUntil time.Time) Report {
+	root, skip := g.rootOf(grp, others)
 	s := newSweeper()
 	s.family = grp.fam
 	if l := g.leafOf(grp); l != nil {
@@ -416,14 +427,8 @@ func (g *guardian) sweep(grp *shimGroup, root int, skip []int, termUntil time.Ti
 		// The shim died (a worker can SIGKILL it) before or while we swept: its
 		// orphans re-parented to us and a scan below its pid no longer sees
 		// them, so that "empty" proves nothing. Sweep our own tree at once.
-		skip = nil
-		for _, other := range g.groups {
-			if other != grp && !other.closed {
-				skip = append(skip, other.pid)
-			}
-		}
 		// The same sweeper keeps counting, so Killed covers both passes.
-		again := s.terminate(os.Getpid(), skip, time.Now(), g.proof, os.Stderr)
+		again := s.terminate(os.Getpid(), others, time.Now(), g.proof, os.Stderr)
 		rep = again
 	}
 	if rep.ProvenEmpty {
@@ -490,7 +495,6 @@ func (g *guardian) awaitShim(grp *shimGroup) {
 // ran to the proof bound is not tried again: its survivors were reported, and
 // waiting out the bound a second time would only delay that verdict.
 func (g *guardian) containAll() Report {
-	var wg sync.WaitGroup
 	var unproven []int
 	var swept []*shimGroup
 	for _, grp := range g.groups {
@@ -501,13 +505,21 @@ func (g *guardian) containAll() Report {
 			unproven = append(unproven, grp.pid)
 			continue
 		}
-		until := g.termUntil(grp)
-		root, skip := g.rootOf(grp)
 		swept = append(swept, grp)
+	}
+	// Each sweep's plan is read before any of them runs: a running sweep
+	// writes its own group's state (closed), which another's plan reads.
+	others := make([][]int, len(swept))
+	until := make([]time.Time, len(swept))
+	for i, grp := range swept {
+		others[i], until[i] = g.others(grp), g.termUntil(grp)
+	}
+	var wg sync.WaitGroup
+	for i, grp := range swept {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g.sweep(grp, root, skip, until)
+			g.sweep(grp, others[i], until[i])
 		}()
 	}
 	wg.Wait()
@@ -597,7 +609,7 @@ func (g *guardian) forward(grp *shimGroup, sig syscall.Signal) {
 func (g *guardian) live(grp *shimGroup) (int, error) {
 	s := newSweeper()
 	s.family = grp.fam
-	root, skip := g.rootOf(grp)
+	root, skip := g.rootOf(grp, g.others(grp))
 	procs, err := s.alive(root, skip)
 	if err != nil || len(procs) > 0 {
 		return len(procs), err
