@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -120,25 +119,20 @@ func TestDescendantsWalkFindsWhatTheTableHas(t *testing.T) {
 	})
 	require.Len(t, cmds, 4)
 
-	pidsOf := func(ps []Proc) []int {
-		var out []int
-		for _, p := range ps {
-			out = append(out, p.Pid)
-		}
-		slices.Sort(out)
-		return out
-	}
 	self := os.Getpid()
-	var scanned []int
+	var walkErr error
 	require.Eventually(t, func() bool {
-		ws, err := r.Descendants(self, nil)
-		require.NoError(t, err)
+		var ws []Proc
+		if ws, walkErr = r.Descendants(self, nil); walkErr != nil {
+			return false // asserted below: require must not run off the test's goroutine
+		}
 		walked = pidsOf(ws)
 		return len(walked) == 3*len(cmds) // sh, sh, sleep each
-	}, 10*time.Second, 5*time.Millisecond, "walked %v", walked)
+	}, 10*time.Second, 5*time.Millisecond, "the walk never found all %d processes", 3*len(cmds))
+	require.NoError(t, walkErr)
 	all, err := r.All(nil)
 	require.NoError(t, err)
-	scanned = pidsOf(DescendantsIn(all, self, nil))
+	scanned := pidsOf(DescendantsIn(all, self, nil))
 	require.Equal(t, scanned, walked)
 
 	r.childLists = false
@@ -172,7 +166,9 @@ func TestDescendantsWalkWhileThreadsExit(t *testing.T) {
 	r := NewProcReader()
 	var mu sync.Mutex
 	var started []*exec.Cmd
+	spawned := make(chan struct{})
 	t.Cleanup(func() {
+		<-spawned // nothing is started after this
 		mu.Lock()
 		defer mu.Unlock()
 		for _, c := range started {
@@ -181,7 +177,6 @@ func TestDescendantsWalkWhileThreadsExit(t *testing.T) {
 		}
 	})
 	const n = 60
-	spawned := make(chan struct{})
 	go func() {
 		defer close(spawned)
 		for range n {

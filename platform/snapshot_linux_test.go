@@ -33,19 +33,21 @@ func TestDescendantsIn(t *testing.T) {
 		{Pid: 1, PPid: 0}, {Pid: 10, PPid: 1}, {Pid: 11, PPid: 10}, {Pid: 12, PPid: 11},
 		{Pid: 13, PPid: 10}, {Pid: 14, PPid: 13}, {Pid: 20, PPid: 1},
 	}
-	got := func(ps []Proc) []int {
-		var out []int
-		for _, p := range ps {
-			out = append(out, p.Pid)
-		}
-		slices.Sort(out)
-		return out
-	}
-	require.Equal(t, []int{11, 12, 13, 14}, got(DescendantsIn(all, 10, nil)))
-	require.Equal(t, []int{11, 12}, got(DescendantsIn(all, 10, nil, 13)))
+	require.Equal(t, []int{11, 12, 13, 14}, pidsOf(DescendantsIn(all, 10, nil)))
+	require.Equal(t, []int{11, 12}, pidsOf(DescendantsIn(all, 10, nil, 13)))
 	require.Empty(t, DescendantsIn(all, 20, nil))
 	prefix := []Proc{{Pid: 99}}
-	require.Equal(t, []int{12, 99}, got(DescendantsIn(all, 11, prefix)))
+	require.Equal(t, []int{12, 99}, pidsOf(DescendantsIn(all, 11, prefix)))
 	// A table with a cycle (a pid read mid-recycle) cannot loop forever.
-	require.Equal(t, []int{31}, got(DescendantsIn([]Proc{{Pid: 30, PPid: 31}, {Pid: 31, PPid: 30}}, 30, nil)))
+	require.Equal(t, []int{31}, pidsOf(DescendantsIn([]Proc{{Pid: 30, PPid: 31}, {Pid: 31, PPid: 30}}, 30, nil)))
+}
+
+// pidsOf is the sorted pids of ps.
+func pidsOf(ps []Proc) []int {
+	var out []int
+	for _, p := range ps {
+		out = append(out, p.Pid)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -1,7 +1,0 @@
-//go:build unix && !linux
-
-package main
-
-import "errors"
-
-func becomeSubreaper() error { return errors.New("--kill needs a child subreaper (Linux)") }
