@@ -11,7 +11,8 @@
 // With --kill it is the floor for killing a whole tree: it becomes a child
 // subreaper, sends SIGKILL to the worker's group instead, and reaps until it has no children left,
 // so it exits once every process of both groups is gone (what the kernel
-// needs to end and reap that many processes).
+// needs to end and reap that many processes). That takes a subreaper
+// (Linux); elsewhere orphans go to init and it waits for its children only.
 //
 // It is a benchmark instrument, not a supervisor: descendants that leave the
 // two groups are not looked for.

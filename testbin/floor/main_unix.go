@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+
+	"github.com/octostore-supervisor/supervisor/platform"
 )
 
 func main() {
@@ -25,7 +27,7 @@ func main() {
 	if kill {
 		sig = syscall.SIGKILL
 		// Orphans of the worker's tree come to us, to be reaped below.
-		if err := becomeSubreaper(); err != nil {
+		if err := platform.BecomeSubreaper(); err != nil {
 			fmt.Fprintf(os.Stderr, "floor: %v\n", err)
 			os.Exit(70)
 		}
