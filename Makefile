@@ -15,8 +15,15 @@ CROSS   := linux/amd64 linux/arm64 darwin/arm64 darwin/amd64 windows/amd64
 
 all: build
 
+# The supervisor's binary carries the lean helper image its guardian and shims
+# start from (cmd/octostore-helper, appended by internal/tools/bundle; see
+# internal/helperimage): one file to install, helpers without the authorities'
+# code.
 build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/.octostore-helper ./cmd/octostore-helper
 	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags '$(LDFLAGS)' -o $(BIN)/octostore-supervisor ./cmd/octostore-supervisor
+	$(GO) run ./internal/tools/bundle $(BIN)/octostore-supervisor $(BIN)/.octostore-helper
+	rm -f $(BIN)/.octostore-helper
 	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags '$(LDFLAGS)' -o $(BIN)/octostore ./cmd/octostore
 
 # funclen lists functions over 80 lines in non-test code; one under a

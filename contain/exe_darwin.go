@@ -1,12 +1,16 @@
 package contain
 
-import "os"
+import (
+	"io"
+	"os"
+)
 
 func selfExe() (string, error) { return os.Executable() }
 
 // helperImage is our own binary: macOS has no dumpable flag to inherit
-// (task_for_pid already needs entitlements).
-func helperImage() (path string, release func(), err error) {
+// (task_for_pid already needs entitlements), and no memfd to run a bundled
+// lean helper image from without writing it to disk.
+func helperImage(io.Writer) (helperImages, error) {
 	p, err := selfExe()
-	return p, func() {}, err
+	return helperImages{guardian: p, release: func() {}}, err
 }

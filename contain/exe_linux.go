@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/octostore-supervisor/supervisor/internal/helperimage"
 )
 
 // selfExe names our own binary by the kernel's link, so a binary replaced on disk
@@ -14,8 +15,15 @@ import (
 // helperImage it names that image.
 func selfExe() (string, error) { return "/proc/self/exe", nil }
 
-// helperImage is the executable the supervisor starts its guardian from, and
-// release frees it once the guardian runs.
+// helperImage is what the supervisor starts its guardian from, and through the
+// guardian's /proc/self/exe the shims, the join helper and a PID namespace's
+// init; release frees it once the guardian runs.
+//
+// As root it is the lean helper image bundled with this binary (leanHelper),
+// and full is this binary, which the guardian starts the hold's shim from so
+// that the embedded hold (this binary's HoldArg) is there to be run. Without a
+// bundled image, or where its copy cannot be had (said on diag), it is this
+// binary, as it is for everyone else:
 //
 // Every process is dumpable from its execve until its first
 // prctl(PR_SET_DUMPABLE, 0), and in that window a same-user process (a worker)
@@ -28,45 +36,75 @@ func selfExe() (string, error) { return "/proc/self/exe", nil }
 // are non-dumpable from their first instruction, and the window does not exist.
 // Root needs no copy (it may read anything, so it would not help): a process
 // of another user can neither ptrace nor open root's processes, and a root
-// worker can do anything anyway.
-func helperImage() (path string, release func(), err error) {
+// worker can do anything anyway. (Nor does a non-root run use the lean image:
+// the hold's shim would need a second memfd, a copy of this whole binary per
+// run that no process's PSS shows.)
+func helperImage(diag io.Writer) (img helperImages, err error) {
 	if os.Geteuid() == 0 {
-		return "/proc/self/exe", func() {}, nil
+		return rootImages(diag)
 	}
 	fd, err := unix.MemfdCreate("octostore-supervisor", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
 	if err == unix.EINVAL { // kernels before 6.3 have no MFD_EXEC and allow exec anyway
 		fd, err = unix.MemfdCreate("octostore-supervisor", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	}
 	if err != nil {
-		return "", nil, fmt.Errorf("create an execute-only copy of this program (memfd_create; vm.memfd_noexec must be 0 or 1): %w", err)
+		return img, fmt.Errorf("create an execute-only copy of this program (memfd_create; vm.memfd_noexec must be 0 or 1): %w", err)
 	}
-	img := os.NewFile(uintptr(fd), "octostore-supervisor-image")
-	defer img.Close()
-	if err := fillImage(img); err != nil {
-		return "", nil, fmt.Errorf("create an execute-only copy of this program: %w", err)
+	copyImg := os.NewFile(uintptr(fd), "octostore-supervisor-image")
+	defer copyImg.Close()
+	if err := fillImage(copyImg); err != nil {
+		return img, fmt.Errorf("create an execute-only copy of this program: %w", err)
 	}
-	// The child resolves the path after it has moved its descriptors into
-	// place (0..n, and up to n more while shuffling them; startHelper passes
-	// fewer than 10), so the image must sit above all of them.
-	high, err := unix.FcntlInt(img.Fd(), unix.F_DUPFD_CLOEXEC, imageFdMin)
-	if err != nil {
-		return "", nil, fmt.Errorf("move the program's copy above the helper's descriptors: %w", err)
-	}
-	return "/proc/self/fd/" + strconv.Itoa(high), func() { unix.Close(high) }, nil
+	img.guardian, img.release, err = highPath(copyImg)
+	return img, err
 }
 
-// imageFdMin is the lowest descriptor number helperImage's copy may have.
-const imageFdMin = 32
+// rootImages: the lean helper for the guardian where there is one, and this
+// binary (opened now, so the hold's shim runs this very binary even if the
+// file is replaced meanwhile) for the hold's shim.
+func rootImages(diag io.Writer) (helperImages, error) {
+	self := helperImages{guardian: "/proc/self/exe", release: func() {}}
+	lean, err := leanHelper(HelperCacheDir)
+	if err != nil {
+		fmt.Fprintf(diag, "octostore-supervisor: helpers start from this binary, not the lean helper image: %v\n", err)
+		return self, nil
+	}
+	if lean == nil {
+		return self, nil
+	}
+	defer lean.Close()
+	full, err := os.Open("/proc/self/exe")
+	if err != nil {
+		return self, fmt.Errorf("open this program for the hold's shim: %w", err)
+	}
+	path, release, err := highPath(lean)
+	if err != nil {
+		full.Close()
+		return self, err
+	}
+	return helperImages{guardian: path, full: full, release: func() { release(); full.Close() }}, nil
+}
 
 // fillImage copies our binary into img, makes it execute-only and seals it,
-// so nothing can change what the helpers run from it.
+// so nothing can change what the helpers run from it. A bundled helper image
+// is left out: nothing here runs it, and the copy is memory of its own.
 func fillImage(img *os.File) error {
 	src, err := os.Open("/proc/self/exe")
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	if _, err := io.Copy(img, src); err != nil {
+	st, err := src.Stat()
+	if err != nil {
+		return err
+	}
+	size := st.Size()
+	if bundle, ok, err := helperimage.Find(src, size); err != nil {
+		return err
+	} else if ok {
+		size = bundle.Offset
+	}
+	if _, err := io.Copy(img, io.NewSectionReader(src, 0, size)); err != nil {
 		return err
 	}
 	if err := unix.Fchmod(int(img.Fd()), 0o111); err != nil {

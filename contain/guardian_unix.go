@@ -33,6 +33,8 @@ type guardian struct {
 
 	backend Backend
 	cg      *cgroupRun // cgroup backend: the run's leaves, one per group
+
+	holdExe string // what the hold's shim starts from: the supervisor's binary (init.HoldImageFd), else ours
 }
 
 type shimGroup struct {
@@ -115,6 +117,9 @@ func (g *guardian) startGroups(init msg) error {
 		g.cg = cg
 	}
 	if len(init.Argv) > 0 {
+		if err := g.takeHoldImage(init.HoldImageFd); err != nil {
+			return err
+		}
 		hold, err := g.spawnShim(groupHold, os.Stdin, events, os.Stderr, msg{Op: opInit, Argv: init.Argv, Env: init.Env})
 		if err != nil {
 			return err
@@ -134,6 +139,21 @@ func (g *guardian) startGroups(init msg) error {
 	if err == nil && init.Ungated {
 		worker.started = true
 	}
+	return err
+}
+
+// takeHoldImage: started from the lean helper image, we have no hold in our
+// own binary, so the hold's shim (and through its /proc/self/exe the embedded
+// hold) starts from the supervisor's binary, which it passed us as fd. Without
+// one (fd 0) the hold's shim starts from our own binary, as the worker's does.
+func (g *guardian) takeHoldImage(fd int) error {
+	if fd == 0 {
+		return nil
+	}
+	img := os.NewFile(uintptr(fd), "supervisor-image")
+	defer img.Close()
+	path, _, err := highPath(img) // kept open until we exit
+	g.holdExe = path
 	return err
 }
 
@@ -172,6 +192,9 @@ func (g *guardian) spawnShim(name string, in, out, errf *os.File, init msg) (*sh
 	exe, err := selfExe()
 	if err != nil {
 		return nil, err
+	}
+	if name == groupHold && g.holdExe != "" {
+		exe = g.holdExe
 	}
 	g.mu.Lock() // the shim must be registered before the reaper can see it exit
 	pid, err := startHelper(exe, ShimArg, files, false)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"sync"
 	"syscall"
 
@@ -141,6 +142,28 @@ func socketpair() (*os.File, *os.File, error) {
 	}
 	return os.NewFile(uintptr(fds[0]), "ctl"), os.NewFile(uintptr(fds[1]), "ctl-peer"), nil
 }
+
+// helperImages are the executables a run's helpers start from (helperImage).
+type helperImages struct {
+	guardian string   // the guardian's, and through its /proc/self/exe the shims'
+	full     *os.File // this binary, for the hold's shim when guardian is the lean image; else nil
+	release  func()   // once the guardian runs
+}
+
+// highPath names img by a duplicate of its descriptor above imageFdMin. The
+// child resolves the path after it has moved its descriptors into place (0..n,
+// and up to n more while shuffling them; startHelper passes fewer than 10), so
+// the image must sit above all of them.
+func highPath(img *os.File) (string, func(), error) {
+	high, err := unix.FcntlInt(img.Fd(), unix.F_DUPFD_CLOEXEC, imageFdMin)
+	if err != nil {
+		return "", nil, fmt.Errorf("move the program's image above the helper's descriptors: %w", err)
+	}
+	return "/proc/self/fd/" + strconv.Itoa(high), func() { unix.Close(high) }, nil
+}
+
+// imageFdMin is the lowest descriptor number highPath gives an image.
+const imageFdMin = 32
 
 // startHelper re-executes this binary (exe: selfExe or helperImage) as a helper
 // with the given descriptors as fds 0..n and its own process group.

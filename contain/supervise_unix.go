@@ -100,7 +100,7 @@ func openHost(cfg Config, events, workerOut *os.File, keep []*os.File) (host, er
 	h.link, h.runName, err = launchGuardian(msg{Argv: argv, Env: env,
 		WorkerArgv: []string{cfg.Worker}, WorkerEnv: workerEnv(cfg.Env), Isolation: &cfg.Isolation,
 		Backend: &cfg.Backend, GraceMs: cfg.Grace.Milliseconds(), ProofMs: cfg.ProofBound.Milliseconds()},
-		holdIn, events, workerOut, keep)
+		holdIn, events, workerOut, keep, cfg.EmbeddedHold)
 	if h.link == nil {
 		h.backstop.Close()
 		return nil, err
@@ -284,10 +284,11 @@ func sweepStale(b Backend, _ time.Duration, diag io.Writer) {
 
 // launchGuardian starts the guardian in its own session and hands it the run: the
 // hold's stdin (nil: /dev/null), the hold's event channel (write end), where the
-// worker's output goes, and init. The
+// worker's output goes, and init; with the embedded hold, also this binary for
+// the hold's shim when the guardian runs the lean helper image. The
 // returned link is live even on error when the guardian started, so the caller
 // can still contain whatever it began.
-func launchGuardian(init msg, holdIn, events, workerOut *os.File, keep []*os.File) (*link, string, error) {
+func launchGuardian(init msg, holdIn, events, workerOut *os.File, keep []*os.File, embeddedHold bool) (*link, string, error) {
 	mine, theirs, err := socketpair()
 	if err != nil {
 		return nil, "", err
@@ -304,17 +305,21 @@ func launchGuardian(init msg, holdIn, events, workerOut *os.File, keep []*os.Fil
 	if holdIn == nil {
 		holdIn = devnull
 	}
-	exe, release, err := helperImage()
+	img, err := helperImage(os.Stderr)
 	if err != nil {
 		return nil, "", fmt.Errorf("detached guardian could not be armed: %w", err)
 	}
-	defer release()
+	defer img.release()
 	l := newLink()
 	reaper(&l.mu, l.onReapedLocked)
 	l.mu.Lock() // registered before the reaper can see it exit
 	files := []*os.File{holdIn, devnull, os.Stderr, theirs, events, workerOut}
 	files = append(files, keep...) // fdInterlock onwards
-	l.pid, err = startHelper(exe, GuardianArg, files, true)
+	if img.full != nil && embeddedHold {
+		init.HoldImageFd = len(files)
+		files = append(files, img.full)
+	}
+	l.pid, err = startHelper(img.guardian, GuardianArg, files, true)
 	l.mu.Unlock()
 	if err != nil {
 		return nil, "", fmt.Errorf("detached guardian could not be armed: %w", err)

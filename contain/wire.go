@@ -37,6 +37,9 @@ type msg struct {
 	GraceMs    int64      `json:"grace_ms,omitempty"`
 	NoGrace    bool       `json:"no_grace,omitempty"` // contain: kill at once, no TERM phase
 	ProofMs    int64      `json:"proof_ms,omitempty"`
+	// init: the guardian's descriptor of the supervisor's binary, to start the
+	// hold's shim from when the guardian itself runs the lean helper image
+	HoldImageFd int `json:"hold_image_fd,omitempty"`
 
 	Pid    int     `json:"pid,omitempty"`
 	Exited bool    `json:"exited,omitempty"` // contain reply: Code/Signal are the program's exit

@@ -31,21 +31,11 @@ octostore-supervisor run [flags] -- <command> [args...]
 octostore-supervisor doctor|sweep [flags]`
 
 func main() {
-	// The guardian and shims are this same binary re-executed; they are internal
-	// and bypass the command line entirely.
-	if len(os.Args) == 2 {
-		switch os.Args[1] {
-		case contain.GuardianArg:
-			os.Exit(contain.GuardianMain())
-		case contain.ShimArg:
-			os.Exit(contain.ShimMain())
-		}
-	}
-	if len(os.Args) > 2 && os.Args[1] == contain.JoinArg {
-		os.Exit(contain.JoinMain(os.Args[2:]))
-	}
-	if len(os.Args) > 2 && os.Args[1] == contain.PidInitArg {
-		os.Exit(contain.PidInitMain(os.Args[2:]))
+	// The guardian, shims and their helpers: internal, they bypass the command
+	// line entirely. (Started from this binary when no lean helper image is
+	// bundled with it: contain, helper_linux.go.)
+	if code, ok := contain.HelperMain(os.Args); ok {
+		os.Exit(code)
 	}
 	// The embedded hold: the octostore client, run as the supervisor's hold
 	// process (see embeddedHold).

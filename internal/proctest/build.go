@@ -13,13 +13,17 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/octostore-supervisor/supervisor/internal/helperimage"
 )
 
 // Program is one helper program for BuildShared: the Go package Pkg (a path
 // relative to the module root, as `go build` takes it) built with Tags into
-// a binary called Name.
+// a binary called Name. Helper, if set, is the package of a helper binary to
+// append to it, as `make build` appends cmd/octostore-helper to the supervisor
+// (internal/helperimage).
 type Program struct {
-	Name, Pkg, Tags string
+	Name, Pkg, Tags, Helper string
 }
 
 // sharedPrefix names the cache directories of BuildShared in the temporary
@@ -80,16 +84,35 @@ func buildAll(root, dir string, progs []Program) error {
 	errs := make([]error, len(progs))
 	var wg sync.WaitGroup
 	for i, p := range progs {
-		wg.Go(func() {
-			cmd := exec.Command("go", "build", "-tags", p.Tags, "-o", filepath.Join(dir, p.Name), p.Pkg)
-			cmd.Dir = root
-			if out, err := cmd.CombinedOutput(); err != nil {
-				errs[i] = fmt.Errorf("go build %s: %w\n%s", p.Pkg, err, out)
-			}
-		})
+		wg.Go(func() { errs[i] = build(root, dir, p) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+func build(root, dir string, p Program) error {
+	out := filepath.Join(dir, p.Name)
+	if err := goBuild(root, p.Tags, out, p.Pkg); err != nil {
+		return err
+	}
+	if p.Helper == "" {
+		return nil
+	}
+	helper := out + ".helper"
+	defer os.Remove(helper)
+	if err := goBuild(root, "", helper, p.Helper); err != nil {
+		return err
+	}
+	return helperimage.AppendFile(out, helper)
+}
+
+func goBuild(root, tags, out, pkg string) error {
+	cmd := exec.Command("go", "build", "-tags", tags, "-o", out, pkg)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
+	}
+	return nil
 }
 
 // checkShared returns nil if dir is a complete cache directory we can trust,

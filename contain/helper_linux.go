@@ -1,0 +1,142 @@
+package contain
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/octostore-supervisor/supervisor/internal/helperimage"
+)
+
+// HelperCacheDir is where a root supervisor keeps the lean helper images it
+// starts its guardian and shims from: one file per image, named by its SHA-256,
+// written by the first supervisor that needs it and shared by every run after
+// (so the pages of its code are too). Only root can write there; the
+// directories are checked to be root's and writable by nobody else before a
+// file in them is trusted, which is why the file's content is not hashed again
+// at every start. Images of older versions stay until the next boot empties
+// /run (about 7 MB each).
+const HelperCacheDir = "/run/octostore-supervisor/helpers"
+
+// leanHelper opens the lean helper image bundled with this binary from its
+// copy in dir, writing the copy first if there is none. nil, nil: this binary
+// carries no helper image (built without `make build`), and helpers start from
+// the binary itself.
+func leanHelper(dir string) (*os.File, error) {
+	self, err := os.Open("/proc/self/exe")
+	if err != nil {
+		return nil, err
+	}
+	defer self.Close()
+	st, err := self.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return cachedImage(self, st.Size(), dir)
+}
+
+// cachedImage opens the copy in dir of the helper image bundled with bin, a
+// binary of size bytes, writing the copy first if there is none; nil, nil:
+// bin carries no helper image.
+func cachedImage(bin io.ReaderAt, size int64, dir string) (*os.File, error) {
+	img, ok, err := helperimage.Find(bin, size)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if err := rootOnlyDirs(dir); err != nil {
+		return nil, err
+	}
+	name := filepath.Join(dir, sumName(img))
+	f, err := openCached(name, img.Size)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := writeCached(name, io.NewSectionReader(bin, img.Offset, img.Size), img.Sum); err != nil {
+			return nil, err
+		}
+		f, err = openCached(name, img.Size)
+	}
+	return f, err
+}
+
+// sumName is the name of an image's copy: its SHA-256 in hex.
+func sumName(img helperimage.Image) string { return hex.EncodeToString(img.Sum[:]) }
+
+// rootOnlyDirs creates dir and its parent if missing (mode 0700) and checks
+// that both are directories of root's that nobody else may write to: a file
+// there was put there by root.
+func rootOnlyDirs(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		var st unix.Stat_t
+		if err := unix.Lstat(d, &st); err != nil {
+			return fmt.Errorf("lstat %s: %w", d, err)
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != 0 || st.Mode&0o022 != 0 {
+			return fmt.Errorf("%s must be a directory of root's that only root may write to (mode %#o, owner %d); remove it", d, st.Mode&0o7777, st.Uid)
+		}
+	}
+	return nil
+}
+
+// openCached opens a cached image read-only and checks it is root's, written
+// by nobody, and whole.
+func openCached(name string, size int64) (*os.File, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("fstat %s: %w", name, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != 0 || st.Mode&0o222 != 0 || st.Size != size {
+		f.Close()
+		return nil, fmt.Errorf("%s is not the helper image this binary wrote (mode %#o, owner %d, %d bytes); remove it", name, st.Mode&0o7777, st.Uid, st.Size)
+	}
+	return f, nil
+}
+
+// writeCached copies the image beside name, checks its SHA-256 (a damaged
+// binary is refused here, once), makes it durable and renames it into place.
+// Supervisors starting at the same time may each write one: the renames
+// replace identical files, and an image already opened stays what it was.
+func writeCached(name string, img io.Reader, sum [sha256.Size]byte) (err error) {
+	tmp := name + ".tmp-" + strconv.Itoa(os.Getpid())
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o500)
+	if err != nil {
+		return fmt.Errorf("write the helper image: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	h := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(f, h), img); err != nil {
+		return fmt.Errorf("write the helper image %s: %w", tmp, err)
+	}
+	if [sha256.Size]byte(h.Sum(nil)) != sum {
+		return errors.New("the helper image bundled with this binary is damaged (its SHA-256 differs from its trailer's); reinstall octostore-supervisor")
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		return fmt.Errorf("install the helper image: %w", err)
+	}
+	return nil
+}

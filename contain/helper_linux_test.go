@@ -1,0 +1,114 @@
+package contain
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/octostore-supervisor/supervisor/internal/helperimage"
+)
+
+// bundled is a stand-in supervisor binary carrying helper.
+func bundled(t *testing.T, helper []byte) *bytes.Reader {
+	var b bytes.Buffer
+	b.WriteString("\x7fELF the supervisor")
+	require.NoError(t, helperimage.Append(&b, helper))
+	return bytes.NewReader(b.Bytes())
+}
+
+func TestCachedImageIsWrittenOnceThenShared(t *testing.T) {
+	requireRoot(t)
+	dir := filepath.Join(t.TempDir(), "octostore-supervisor", "helpers")
+	bin := bundled(t, []byte("the helper's code"))
+
+	first, err := cachedImage(bin, bin.Size(), dir)
+	require.NoError(t, err)
+	defer first.Close()
+	got, err := os.ReadFile(first.Name())
+	require.NoError(t, err)
+	require.Equal(t, "the helper's code", string(got))
+	st, err := os.Stat(first.Name())
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o500), st.Mode().Perm())
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		st, err := os.Stat(d)
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o700), st.Mode().Perm(), d)
+	}
+
+	second, err := cachedImage(bin, bin.Size(), dir)
+	require.NoError(t, err)
+	defer second.Close()
+	require.Equal(t, first.Name(), second.Name())
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "one file per image, no temporary left")
+}
+
+func TestCachedImageWithoutBundleIsNone(t *testing.T) {
+	bin := bytes.NewReader([]byte("\x7fELF a supervisor built with go build alone"))
+	dir := filepath.Join(t.TempDir(), "never-made")
+	f, err := cachedImage(bin, bin.Size(), dir)
+	require.NoError(t, err)
+	require.Nil(t, f)
+	require.NoDirExists(t, dir)
+}
+
+func TestCachedImageRefusesWhatRootDidNotWrite(t *testing.T) {
+	requireRoot(t)
+	bin := bundled(t, []byte("the helper's code"))
+	img, ok, err := helperimage.Find(bin, bin.Size())
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	t.Run("a directory others may write to", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "octostore-supervisor", "helpers")
+		require.NoError(t, os.MkdirAll(dir, 0o700))
+		require.NoError(t, os.Chmod(dir, 0o777))
+		_, err := cachedImage(bin, bin.Size(), dir)
+		require.ErrorContains(t, err, "only root may write to")
+		require.ErrorContains(t, err, "remove it")
+	})
+	t.Run("a directory of another user", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "octostore-supervisor", "helpers")
+		require.NoError(t, os.MkdirAll(dir, 0o700))
+		require.NoError(t, os.Chown(filepath.Dir(dir), 65534, 65534))
+		_, err := cachedImage(bin, bin.Size(), dir)
+		require.ErrorContains(t, err, "a directory of root's")
+	})
+	for name, mode := range map[string]os.FileMode{"a writable image": 0o700, "an image of the wrong size": 0o500} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "octostore-supervisor", "helpers")
+			require.NoError(t, os.MkdirAll(dir, 0o700))
+			content := "the helper's code"
+			if mode == 0o500 {
+				content = "something else"
+			}
+			planted := filepath.Join(dir, sumName(img))
+			require.NoError(t, os.WriteFile(planted, []byte(content), mode))
+			require.NoError(t, os.Chmod(planted, mode))
+			_, err := cachedImage(bin, bin.Size(), dir)
+			require.ErrorContains(t, err, "is not the helper image this binary wrote")
+		})
+	}
+	t.Run("a damaged bundle", func(t *testing.T) {
+		data := make([]byte, bin.Size())
+		_, err := bin.ReadAt(data, 0)
+		require.NoError(t, err)
+		data[img.Offset] ^= 0xff // one byte of the helper flipped; the trailer's sum is the old one
+		dir := filepath.Join(t.TempDir(), "octostore-supervisor", "helpers")
+		_, err = cachedImage(bytes.NewReader(data), int64(len(data)), dir)
+		require.ErrorContains(t, err, "damaged")
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		require.Empty(t, entries, "nothing is left of the refused copy")
+	})
+}
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	require.Zero(t, os.Geteuid(), "the helper image cache is root's; run the contain tests as root (as CI does)")
+}

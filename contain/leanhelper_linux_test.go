@@ -1,0 +1,89 @@
+package contain_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/octostore-supervisor/supervisor/contain"
+	"github.com/octostore-supervisor/supervisor/platform"
+)
+
+// The suite's supervisor carries the lean helper image (as `make build`
+// makes it), so every run of the suite starts its guardian and shims from it.
+// This says so, and that the embedded hold still runs from the supervisor's
+// own binary: the lean image has no hold in it.
+func TestHelpersStartFromTheLeanImage(t *testing.T) {
+	t.Parallel()
+	require.Zero(t, os.Geteuid(), "root's supervisors start helpers from the lean image; run the contain tests as root (as CI does)")
+	sup, err := filepath.EvalSymlinks(bins.sup)
+	require.NoError(t, err)
+
+	t.Run("embedded hold", func(t *testing.T) {
+		t.Parallel()
+		xdg := privateDir(t)
+		room := createRoom(t, "local", "XDG_RUNTIME_DIR="+xdg)
+		r := startLocal(t, sc{env: []string{"XDG_RUNTIME_DIR=" + xdg}}, "election", room, "agent", "--server", "local")
+		r.waitEvent("leader", bound)
+		holdShim, workerShim := shimsOf(t, guardianOf(t, r.cmd.Process.Pid))
+		requireLean(t, guardianOf(t, r.cmd.Process.Pid), "guardian")
+		requireLean(t, workerShim, "worker's shim")
+		require.Equal(t, sup, exeOf(t, holdShim), "the hold's shim runs the supervisor's binary")
+		hold, err := holdOf(r.cmd.Process.Pid)
+		require.NoError(t, err)
+		require.Equal(t, sup, exeOf(t, hold.Pid), "the embedded hold runs the supervisor's binary")
+
+		require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
+		require.Equal(t, 143, r.wait(bound), r.stderr())
+		require.Equal(t, []string{"leader", "released"}, r.events())
+	})
+	t.Run("hold command", func(t *testing.T) {
+		t.Parallel()
+		r := start(t, sc{hold: []string{"emit:leader,term=4,budget=60000", "waitfile:{dir}/go", "emit:lost,term=4"}})
+		r.waitEvent("leader", bound)
+		guardian := guardianOf(t, r.cmd.Process.Pid)
+		holdShim, workerShim := shimsOf(t, guardian)
+		for pid, what := range map[int]string{guardian: "guardian", holdShim: "hold's shim", workerShim: "worker's shim"} {
+			requireLean(t, pid, what)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(r.dir, "go"), nil, 0o644))
+		require.Equal(t, 20, r.wait(bound), r.stderr())
+		require.Equal(t, []string{"leader", "lost"}, r.events())
+	})
+}
+
+// shimsOf tells the guardian's two shims apart by what they started.
+func shimsOf(t *testing.T, guardian int) (hold, worker int) {
+	t.Helper()
+	for _, shim := range children(guardian) {
+		require.Contains(t, platform.Cmdline(shim.Pid), contain.ShimArg)
+		kids := children(shim.Pid)
+		require.Len(t, kids, 1, "shim %d", shim.Pid)
+		if c := platform.Cmdline(kids[0].Pid); strings.Contains(c, "__octostore-hold") || strings.Contains(c, "fakehold") {
+			hold = shim.Pid
+		} else {
+			worker = shim.Pid
+		}
+	}
+	require.NotZero(t, hold, "the hold's shim")
+	require.NotZero(t, worker, "the worker's shim")
+	return hold, worker
+}
+
+func requireLean(t *testing.T, pid int, what string) {
+	t.Helper()
+	exe := exeOf(t, pid)
+	require.Equal(t, contain.HelperCacheDir, filepath.Dir(exe), "the %s (%d) runs the lean helper image", what, pid)
+}
+
+func exeOf(t *testing.T, pid int) string {
+	t.Helper()
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	require.NoError(t, err)
+	return exe
+}

@@ -1,0 +1,41 @@
+package helperimage
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestAppendThenFind(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString("the supervisor's own bytes")
+	base := int64(b.Len())
+	helper := []byte("\x7fELF the helper")
+	require.NoError(t, Append(&b, helper))
+
+	img, ok, err := Find(bytes.NewReader(b.Bytes()), int64(b.Len()))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, base, img.Offset)
+	require.Equal(t, int64(len(helper)), img.Size)
+	require.Equal(t, sha256.Sum256(helper), img.Sum)
+	require.Equal(t, helper, b.Bytes()[img.Offset:img.Offset+img.Size])
+}
+
+func TestFindWithoutBundle(t *testing.T) {
+	for _, data := range []string{"", "short", "a plain binary with no trailer at its end, long enough to hold one...................."} {
+		_, ok, err := Find(bytes.NewReader([]byte(data)), int64(len(data)))
+		require.NoError(t, err)
+		require.False(t, ok, "%q", data)
+	}
+}
+
+func TestFindRefusesALengthBeyondTheFile(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, Append(&b, []byte("helper")))
+	data := b.Bytes()[2:] // the helper's first bytes cut off: its length no longer fits
+	_, _, err := Find(bytes.NewReader(data), int64(len(data)))
+	require.ErrorContains(t, err, "names 6 bytes")
+}
