@@ -104,7 +104,8 @@ func fillImage(img *os.File) error {
 	} else if ok {
 		size = bundle.Offset
 	}
-	if _, err := io.Copy(img, io.NewSectionReader(src, 0, size)); err != nil {
+	// A LimitedReader keeps io.Copy on copy_file_range (os.File.ReadFrom).
+	if _, err := io.Copy(img, io.LimitReader(src, size)); err != nil {
 		return err
 	}
 	if err := unix.Fchmod(int(img.Fd()), 0o111); err != nil {
