@@ -94,18 +94,16 @@ func fillImage(img *os.File) error {
 		return err
 	}
 	defer src.Close()
-	st, err := src.Stat()
+	bundle, ok, err := helperimage.FindFile(src)
 	if err != nil {
 		return err
 	}
-	size := st.Size()
-	if bundle, ok, err := helperimage.Find(src, size); err != nil {
-		return err
-	} else if ok {
-		size = bundle.Offset
+	var from io.Reader = src
+	if ok {
+		// A LimitedReader keeps io.Copy on copy_file_range (os.File.ReadFrom).
+		from = io.LimitReader(src, bundle.Offset)
 	}
-	// A LimitedReader keeps io.Copy on copy_file_range (os.File.ReadFrom).
-	if _, err := io.Copy(img, io.LimitReader(src, size)); err != nil {
+	if _, err := io.Copy(img, from); err != nil {
 		return err
 	}
 	if err := unix.Fchmod(int(img.Fd()), 0o111); err != nil {

@@ -36,21 +36,16 @@ func leanHelper(dir string) (*os.File, error) {
 		return nil, err
 	}
 	defer self.Close()
-	st, err := self.Stat()
-	if err != nil {
-		return nil, err
-	}
-	return cachedImage(self, st.Size(), dir)
-}
-
-// cachedImage opens the copy in dir of the helper image bundled with bin, a
-// binary of size bytes, writing the copy first if there is none; nil, nil:
-// bin carries no helper image.
-func cachedImage(bin io.ReaderAt, size int64, dir string) (*os.File, error) {
-	img, ok, err := helperimage.Find(bin, size)
+	img, ok, err := helperimage.FindFile(self)
 	if err != nil || !ok {
 		return nil, err
 	}
+	return cachedImage(self, img, dir)
+}
+
+// cachedImage opens the copy in dir of img, the helper image bundled with
+// bin, writing the copy first if there is none.
+func cachedImage(bin io.ReaderAt, img helperimage.Image, dir string) (*os.File, error) {
 	if err := rootOnlyDirs(dir); err != nil {
 		return nil, err
 	}

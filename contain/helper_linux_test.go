@@ -11,20 +11,25 @@ import (
 	"github.com/octostore-supervisor/supervisor/internal/helperimage"
 )
 
-// bundled is a stand-in supervisor binary carrying helper.
-func bundled(t *testing.T, helper []byte) *bytes.Reader {
+// bundled is a stand-in supervisor binary carrying helper, and where the
+// helper is in it.
+func bundled(t *testing.T, helper []byte) (*bytes.Reader, helperimage.Image) {
 	var b bytes.Buffer
 	b.WriteString("\x7fELF the supervisor")
 	require.NoError(t, helperimage.Append(&b, helper))
-	return bytes.NewReader(b.Bytes())
+	bin := bytes.NewReader(b.Bytes())
+	img, ok, err := helperimage.Find(bin, bin.Size())
+	require.NoError(t, err)
+	require.True(t, ok)
+	return bin, img
 }
 
 func TestCachedImageIsWrittenOnceThenShared(t *testing.T) {
 	requireRoot(t)
 	dir := filepath.Join(t.TempDir(), "octostore-supervisor", "helpers")
-	bin := bundled(t, []byte("the helper's code"))
+	bin, img := bundled(t, []byte("the helper's code"))
 
-	first, err := cachedImage(bin, bin.Size(), dir)
+	first, err := cachedImage(bin, img, dir)
 	require.NoError(t, err)
 	defer first.Close()
 	got, err := os.ReadFile(first.Name())
@@ -39,7 +44,7 @@ func TestCachedImageIsWrittenOnceThenShared(t *testing.T) {
 		require.Equal(t, os.FileMode(0o700), st.Mode().Perm(), d)
 	}
 
-	second, err := cachedImage(bin, bin.Size(), dir)
+	second, err := cachedImage(bin, img, dir)
 	require.NoError(t, err)
 	defer second.Close()
 	require.Equal(t, first.Name(), second.Name())
@@ -48,27 +53,15 @@ func TestCachedImageIsWrittenOnceThenShared(t *testing.T) {
 	require.Len(t, entries, 1, "one file per image, no temporary left")
 }
 
-func TestCachedImageWithoutBundleIsNone(t *testing.T) {
-	bin := bytes.NewReader([]byte("\x7fELF a supervisor built with go build alone"))
-	dir := filepath.Join(t.TempDir(), "never-made")
-	f, err := cachedImage(bin, bin.Size(), dir)
-	require.NoError(t, err)
-	require.Nil(t, f)
-	require.NoDirExists(t, dir)
-}
-
 func TestCachedImageRefusesWhatRootDidNotWrite(t *testing.T) {
 	requireRoot(t)
-	bin := bundled(t, []byte("the helper's code"))
-	img, ok, err := helperimage.Find(bin, bin.Size())
-	require.NoError(t, err)
-	require.True(t, ok)
+	bin, img := bundled(t, []byte("the helper's code"))
 
 	t.Run("a directory others may write to", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "octostore-supervisor", "helpers")
 		require.NoError(t, os.MkdirAll(dir, 0o700))
 		require.NoError(t, os.Chmod(dir, 0o777))
-		_, err := cachedImage(bin, bin.Size(), dir)
+		_, err := cachedImage(bin, img, dir)
 		require.ErrorContains(t, err, "only root may write to")
 		require.ErrorContains(t, err, "remove it")
 	})
@@ -76,7 +69,7 @@ func TestCachedImageRefusesWhatRootDidNotWrite(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "octostore-supervisor", "helpers")
 		require.NoError(t, os.MkdirAll(dir, 0o700))
 		require.NoError(t, os.Chown(filepath.Dir(dir), 65534, 65534))
-		_, err := cachedImage(bin, bin.Size(), dir)
+		_, err := cachedImage(bin, img, dir)
 		require.ErrorContains(t, err, "a directory of root's")
 	})
 	for name, mode := range map[string]os.FileMode{"a writable image": 0o700, "an image of the wrong size": 0o500} {
@@ -90,7 +83,7 @@ func TestCachedImageRefusesWhatRootDidNotWrite(t *testing.T) {
 			planted := filepath.Join(dir, sumName(img))
 			require.NoError(t, os.WriteFile(planted, []byte(content), mode))
 			require.NoError(t, os.Chmod(planted, mode))
-			_, err := cachedImage(bin, bin.Size(), dir)
+			_, err := cachedImage(bin, img, dir)
 			require.ErrorContains(t, err, "is not the helper image this binary wrote")
 		})
 	}
@@ -100,7 +93,7 @@ func TestCachedImageRefusesWhatRootDidNotWrite(t *testing.T) {
 		require.NoError(t, err)
 		data[img.Offset] ^= 0xff // one byte of the helper flipped; the trailer's sum is the old one
 		dir := filepath.Join(t.TempDir(), "octostore-supervisor", "helpers")
-		_, err = cachedImage(bytes.NewReader(data), int64(len(data)), dir)
+		_, err = cachedImage(bytes.NewReader(data), img, dir)
 		require.ErrorContains(t, err, "damaged")
 		entries, err := os.ReadDir(dir)
 		require.NoError(t, err)

@@ -74,6 +74,15 @@ func Find(r io.ReaderAt, size int64) (Image, bool, error) {
 	return img, true, nil
 }
 
+// FindFile is Find on an open binary, whose size it takes from the file.
+func FindFile(f *os.File) (Image, bool, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return Image{}, false, err
+	}
+	return Find(f, st.Size())
+}
+
 // AppendFile appends the helper binary at helperPath to the supervisor's
 // binary at supPath. A binary that already carries a helper is refused:
 // helpers do not nest, and a second bundle would hide the first.
@@ -87,11 +96,7 @@ func AppendFile(supPath, helperPath string) error {
 		return err
 	}
 	defer sup.Close()
-	st, err := sup.Stat()
-	if err != nil {
-		return err
-	}
-	if _, ok, err := Find(sup, st.Size()); err != nil || ok {
+	if _, ok, err := FindFile(sup); err != nil || ok {
 		return fmt.Errorf("%s already carries a helper image (or a damaged one: %v); build it afresh", supPath, err)
 	}
 	if err := Append(sup, helper); err != nil {

@@ -3,6 +3,8 @@ package helperimage
 import (
 	"bytes"
 	"crypto/sha256"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -38,4 +40,22 @@ func TestFindRefusesALengthBeyondTheFile(t *testing.T) {
 	data := b.Bytes()[2:] // the helper's first bytes cut off: its length no longer fits
 	_, _, err := Find(bytes.NewReader(data), int64(len(data)))
 	require.ErrorContains(t, err, "names 6 bytes")
+}
+
+func TestAppendFileRefusesASecondBundle(t *testing.T) {
+	dir := t.TempDir()
+	sup, helper := filepath.Join(dir, "sup"), filepath.Join(dir, "helper")
+	require.NoError(t, os.WriteFile(sup, []byte("\x7fELF the supervisor"), 0o755))
+	require.NoError(t, os.WriteFile(helper, []byte("\x7fELF the helper"), 0o755))
+	require.NoError(t, AppendFile(sup, helper))
+
+	f, err := os.Open(sup)
+	require.NoError(t, err)
+	defer f.Close()
+	img, ok, err := FindFile(f)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, int64(len("\x7fELF the supervisor")), img.Offset)
+
+	require.ErrorContains(t, AppendFile(sup, helper), "already carries a helper image")
 }
