@@ -144,8 +144,9 @@ func (g *guardian) startGroups(init msg) error {
 
 // takeHoldImage: started from the lean helper image, we have no hold in our
 // own binary, so the hold's shim (and through its /proc/self/exe the embedded
-// hold) starts from the supervisor's binary, which it passed us as fd. Without
-// one (fd 0) the hold's shim starts from our own binary, as the worker's does.
+// hold) starts from the supervisor's binary, which the supervisor passed us as
+// descriptor fd. Without one (fd 0) the hold's shim starts from our own
+// binary, as the worker's does.
 func (g *guardian) takeHoldImage(fd int) error {
 	if fd == 0 {
 		return nil

@@ -63,14 +63,15 @@ func cachedImage(bin io.ReaderAt, img helperimage.Image, dir string) (*os.File, 
 // sumName is the name of an image's copy: its SHA-256 in hex.
 func sumName(img helperimage.Image) string { return hex.EncodeToString(img.Sum[:]) }
 
-// rootOnlyDirs creates dir and its parent if missing (mode 0700) and checks
+// rootOnlyDirs creates dir and its parent if missing (mode 0700; their own
+// parent, /run, must exist: it is the system's, not ours to make) and checks
 // that both are directories of root's that nobody else may write to: a file
 // there was put there by root.
 func rootOnlyDirs(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
 	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
 		var st unix.Stat_t
 		if err := unix.Lstat(d, &st); err != nil {
 			return fmt.Errorf("lstat %s: %w", d, err)
@@ -107,6 +108,7 @@ func openCached(name string, size int64) (*os.File, error) {
 // replace identical files, and an image already opened stays what it was.
 func writeCached(name string, img io.Reader, sum [sha256.Size]byte) (err error) {
 	tmp := name + ".tmp-" + strconv.Itoa(os.Getpid())
+	_ = os.Remove(tmp) // left by a supervisor that died writing it: its pid is ours now
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o500)
 	if err != nil {
 		return fmt.Errorf("write the helper image: %w", err)

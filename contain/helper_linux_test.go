@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -51,6 +52,32 @@ func TestCachedImageIsWrittenOnceThenShared(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "one file per image, no temporary left")
+}
+
+func TestCachedImageMakesNothingAboveItsTwoDirectories(t *testing.T) {
+	requireRoot(t)
+	bin, img := bundled(t, []byte("the helper's code"))
+	missing := filepath.Join(t.TempDir(), "run")
+	_, err := cachedImage(bin, img, filepath.Join(missing, "octostore-supervisor", "helpers"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+	require.NoDirExists(t, missing, "/run is the system's to make")
+}
+
+func TestCachedImageReplacesATemporaryLeftByTheDead(t *testing.T) {
+	requireRoot(t)
+	bin, img := bundled(t, []byte("the helper's code"))
+	dir := filepath.Join(t.TempDir(), "octostore-supervisor", "helpers")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	stale := filepath.Join(dir, sumName(img)+".tmp-"+strconv.Itoa(os.Getpid()))
+	require.NoError(t, os.WriteFile(stale, []byte("half a helper"), 0o500))
+
+	f, err := cachedImage(bin, img, dir)
+	require.NoError(t, err)
+	defer f.Close()
+	got, err := os.ReadFile(f.Name())
+	require.NoError(t, err)
+	require.Equal(t, "the helper's code", string(got))
+	require.NoFileExists(t, stale)
 }
 
 func TestCachedImageRefusesWhatRootDidNotWrite(t *testing.T) {
