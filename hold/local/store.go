@@ -426,24 +426,42 @@ func (s *Store) OpenInterlock(kind hold.Kind, name string) (*os.File, error) {
 }
 
 // createOrOpen opens rel with flag, creating it (O_EXCL, then with the
-// store's mode despite the umask) when it does not exist yet.
+// store's mode despite the umask) when it does not exist yet. A file deleted
+// between the create that found it and the open of it (someone removed a lock
+// file; on Windows, the last handle of a file whose deletion was deferred
+// closed) is created again rather than reported: a few times, since a
+// deletion of every attempt's file is no race but an attack, and an error.
 func (s *Store) createOrOpen(rel string, flag int) (*os.File, error) {
-	f, err := s.root.OpenFile(rel, flag|os.O_CREATE|os.O_EXCL, s.fileMode)
-	if err == nil {
-		if err := chmodCreated(f, s.fileMode); err != nil {
-			f.Close()
-			return nil, err
+	for try := 1; ; try++ {
+		f, err := s.createNew(rel, flag)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
 		}
-		if err := syncDir(s.self); err != nil {
-			f.Close()
-			return nil, err
+		f, err = s.openExisting(rel, flag)
+		if !errors.Is(err, fs.ErrNotExist) || try == createTries {
+			return f, err
 		}
-		return f, nil
 	}
-	if !errors.Is(err, fs.ErrExist) {
+}
+
+// createTries bounds createOrOpen's attempts.
+const createTries = 3
+
+// createNew creates rel with flag, failing with fs.ErrExist if it exists.
+func (s *Store) createNew(rel string, flag int) (*os.File, error) {
+	f, err := s.root.OpenFile(rel, flag|os.O_CREATE|os.O_EXCL, s.fileMode)
+	if err != nil {
 		return nil, err
 	}
-	return s.openExisting(rel, flag)
+	if err := chmodCreated(f, s.fileMode); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := syncDir(s.self); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // openExisting opens rel and judges what it opened (entryRules).
