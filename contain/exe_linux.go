@@ -40,9 +40,14 @@ func selfExe() (string, error) { return "/proc/self/exe", nil }
 // the hold's shim would need a second memfd, a copy of this whole binary per
 // run that no process's PSS shows.)
 func helperImage(diag io.Writer) (img helperImages, err error) {
-	if os.Geteuid() == 0 {
-		return rootImages(diag)
+	self, err := os.Open("/proc/self/exe")
+	if err != nil {
+		return img, fmt.Errorf("open this program: %w", err)
 	}
+	if os.Geteuid() == 0 {
+		return rootImages(self, diag)
+	}
+	defer self.Close()
 	fd, err := unix.MemfdCreate("octostore-supervisor", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
 	if err == unix.EINVAL { // kernels before 6.3 have no MFD_EXEC and allow exec anyway
 		fd, err = unix.MemfdCreate("octostore-supervisor", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
@@ -52,48 +57,40 @@ func helperImage(diag io.Writer) (img helperImages, err error) {
 	}
 	copyImg := os.NewFile(uintptr(fd), "octostore-supervisor-image")
 	defer copyImg.Close()
-	if err := fillImage(copyImg); err != nil {
+	if err := fillImage(copyImg, self); err != nil {
 		return img, fmt.Errorf("create an execute-only copy of this program: %w", err)
 	}
 	img.guardian, img.release, err = highPath(copyImg)
 	return img, err
 }
 
-// rootImages: the lean helper for the guardian where there is one, and this
-// binary (opened now, so the hold's shim runs this very binary even if the
-// file is replaced meanwhile) for the hold's shim.
-func rootImages(diag io.Writer) (helperImages, error) {
-	self := helperImages{guardian: "/proc/self/exe", release: func() {}}
-	lean, err := leanHelper(HelperCacheDir)
+// rootImages: the lean helper for the guardian where there is one, and self
+// (this binary, opened before anything else, so the hold's shim runs this very
+// binary even if the file is replaced meanwhile) for the hold's shim. It takes
+// self over: kept as full, or closed.
+func rootImages(self *os.File, diag io.Writer) (helperImages, error) {
+	whole := helperImages{guardian: "/proc/self/exe", release: func() {}}
+	lean, err := leanFrom(self, HelperCacheDir)
 	if err != nil {
 		fmt.Fprintf(diag, "octostore-supervisor: helpers start from this binary, not the lean helper image: %v\n", err)
-		return self, nil
 	}
 	if lean == nil {
-		return self, nil
+		self.Close()
+		return whole, nil
 	}
 	defer lean.Close()
-	full, err := os.Open("/proc/self/exe")
-	if err != nil {
-		return self, fmt.Errorf("open this program for the hold's shim: %w", err)
-	}
 	path, release, err := highPath(lean)
 	if err != nil {
-		full.Close()
-		return self, err
+		self.Close()
+		return whole, err
 	}
-	return helperImages{guardian: path, full: full, release: func() { release(); full.Close() }}, nil
+	return helperImages{guardian: path, full: self, release: func() { release(); self.Close() }}, nil
 }
 
 // fillImage copies our binary into img, makes it execute-only and seals it,
 // so nothing can change what the helpers run from it. A bundled helper image
 // is left out: nothing here runs it, and the copy is memory of its own.
-func fillImage(img *os.File) error {
-	src, err := os.Open("/proc/self/exe")
-	if err != nil {
-		return err
-	}
-	defer src.Close()
+func fillImage(img, src *os.File) error {
 	bundle, ok, err := helperimage.FindFile(src)
 	if err != nil {
 		return err

@@ -36,6 +36,11 @@ func leanHelper(dir string) (*os.File, error) {
 		return nil, err
 	}
 	defer self.Close()
+	return leanFrom(self, dir)
+}
+
+// leanFrom is leanHelper with this binary already open as self.
+func leanFrom(self *os.File, dir string) (*os.File, error) {
 	img, ok, err := helperimage.FindFile(self)
 	if err != nil || !ok {
 		return nil, err
