@@ -30,12 +30,7 @@ func TestCachedImageIsWrittenOnceThenShared(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "octostore-supervisor", "helpers")
 	bin, img := bundled(t, []byte("the helper's code"))
 
-	first, err := cachedImage(bin, img, dir)
-	require.NoError(t, err)
-	defer first.Close()
-	got, err := os.ReadFile(first.Name())
-	require.NoError(t, err)
-	require.Equal(t, "the helper's code", string(got))
+	first := requireCached(t, bin, img, dir, "the helper's code")
 	st, err := os.Stat(first.Name())
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o500), st.Mode().Perm())
@@ -71,13 +66,21 @@ func TestCachedImageReplacesATemporaryLeftByTheDead(t *testing.T) {
 	stale := filepath.Join(dir, sumName(img)+".tmp-"+strconv.Itoa(os.Getpid()))
 	require.NoError(t, os.WriteFile(stale, []byte("half a helper"), 0o500))
 
+	requireCached(t, bin, img, dir, "the helper's code")
+	require.NoFileExists(t, stale)
+}
+
+// requireCached takes img's copy from dir and checks it holds want; the copy
+// is closed when the test ends.
+func requireCached(t *testing.T, bin *bytes.Reader, img helperimage.Image, dir, want string) *os.File {
+	t.Helper()
 	f, err := cachedImage(bin, img, dir)
 	require.NoError(t, err)
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
 	got, err := os.ReadFile(f.Name())
 	require.NoError(t, err)
-	require.Equal(t, "the helper's code", string(got))
-	require.NoFileExists(t, stale)
+	require.Equal(t, want, string(got))
+	return f
 }
 
 func TestCachedImageRefusesWhatRootDidNotWrite(t *testing.T) {
