@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/octostore-supervisor/supervisor/contain"
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
 )
 
 // The issue 14 tables: teardown to the supervisor's exit beside the physical
@@ -24,7 +25,7 @@ import (
 // what the tests need; only the bench needs this).
 var floorBin = sync.OnceValues(func() (string, error) {
 	path := filepath.Join(bins.dir, "floor")
-	out, err := exec.Command("go", "build", "-o", path, "../testbin/floor").CombinedOutput()
+	out, err := proctest.GoBuild("-o", path, "../testbin/floor").CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go build testbin/floor: %w\n%s", err, out)
 	}

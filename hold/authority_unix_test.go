@@ -5,8 +5,9 @@ package hold
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
+
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
 )
 
 // authorityProgram builds testbin/authority for the tests and returns its
@@ -18,7 +19,7 @@ func authorityProgram() (string, func(), error) {
 	}
 	cleanup := func() { _ = os.RemoveAll(dir) }
 	bin := filepath.Join(dir, "authority")
-	out, err := exec.Command("go", "build", "-o", bin, "../testbin/authority").CombinedOutput()
+	out, err := proctest.GoBuild("-o", bin, "../testbin/authority").CombinedOutput()
 	if err != nil {
 		cleanup()
 		return "", nil, fmt.Errorf("building testbin/authority: %w\n%s", err, out)

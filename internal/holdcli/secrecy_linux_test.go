@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 	}
 	bin.octostore, bin.authority = filepath.Join(dir, "octostore"), filepath.Join(dir, "authority")
 	for _, b := range [][]string{{"-o", bin.octostore, "../../cmd/octostore"}, {"-o", bin.authority, "../../testbin/authority"}} {
-		if out, err := exec.Command("go", append([]string{"build"}, b...)...).CombinedOutput(); err != nil {
+		if out, err := proctest.GoBuild(b...).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "go build %v: %v\n%s", b, err, out)
 			os.Exit(2)
 		}

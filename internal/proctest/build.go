@@ -107,12 +107,23 @@ func build(root, dir string, p Program) error {
 }
 
 func goBuild(root, tags, out, pkg string) error {
-	cmd := exec.Command("go", "build", "-tags", tags, "-o", out, pkg)
+	cmd := GoBuild("-tags", tags, "-o", out, pkg)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 	}
 	return nil
+}
+
+// GoBuild is `go build args...` as make build runs it: without cgo, so each
+// program a test starts is the static binary users install. A cgo build links
+// glibc, whose 8 MB thread stacks and per-thread malloc arenas, dynamic loader
+// and libc pages change start-up, exit and memory: a helper's exit took
+// several times longer than the static one's (docs/benchmarks.md).
+func GoBuild(args ...string) *exec.Cmd {
+	cmd := exec.Command("go", append([]string{"build"}, args...)...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	return cmd
 }
 
 // checkShared returns nil if dir is a complete cache directory we can trust,

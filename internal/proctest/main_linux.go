@@ -3,7 +3,6 @@ package proctest
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -55,7 +54,7 @@ func Build(dir, pkg string) (Binary, error) {
 		return "", err
 	}
 	out := filepath.Join(dir, filepath.Base(abs))
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd := GoBuild("-o", out, pkg)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("go build %s: %w", pkg, err)
