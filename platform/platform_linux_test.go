@@ -323,3 +323,58 @@ func TestDeadByThreadGroup(t *testing.T) {
 		require.Equal(t, c.dead, p.Dead(), "state %s with %d threads", c.state, c.threads)
 	}
 }
+
+// WaitExited says true only once every process has exited, a zombie
+// counting as exited, and says it when that happens: with a minute to wait it
+// returns at the exit (the test would otherwise take that minute and fail).
+func TestWaitExited(t *testing.T) {
+	r := NewProcReader()
+	var cmds []*exec.Cmd
+	var procs []Proc
+	for range 2 {
+		c := exec.Command("sleep", "60")
+		require.NoError(t, c.Start())
+		cmds = append(cmds, c)
+		p, err := r.Stat(c.Process.Pid)
+		require.NoError(t, err)
+		procs = append(procs, p)
+	}
+	reaped := false
+	t.Cleanup(func() {
+		if !reaped {
+			for _, c := range cmds {
+				_ = c.Process.Kill()
+				_ = c.Wait()
+			}
+		}
+	})
+
+	done, err := WaitExited(procs, 50*time.Millisecond)
+	require.NoError(t, err)
+	require.False(t, done, "both still run")
+
+	require.NoError(t, cmds[0].Process.Kill())
+	done, err = WaitExited(procs, 50*time.Millisecond)
+	require.NoError(t, err)
+	require.False(t, done, "the second still runs")
+
+	go func() { _ = cmds[1].Process.Kill() }()
+	began := time.Now()
+	done, err = WaitExited(procs, time.Minute)
+	require.NoError(t, err)
+	require.True(t, done)
+	require.Less(t, time.Since(began), 30*time.Second, "it returned at the exit, not at its timeout")
+	for _, p := range procs {
+		now, err := r.Stat(p.Pid)
+		require.NoError(t, err, "not reaped yet: a zombie")
+		require.True(t, now.Dead())
+	}
+
+	for _, c := range cmds {
+		_ = c.Wait()
+	}
+	reaped = true
+	done, err = WaitExited(procs, time.Minute)
+	require.NoError(t, err)
+	require.True(t, done, "reaped processes have exited")
+}

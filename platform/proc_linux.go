@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -434,4 +435,54 @@ func Cmdline(pid int) string {
 		b = append(b[:200], "..."...)
 	}
 	return string(b)
+}
+
+// WaitExited waits until every process of procs has exited (a zombie counts,
+// as it does for Dead) or timeout passes, and reports whether they all did.
+// It watches pidfds, which become readable when their thread group is gone:
+// a teardown learns of an exit the moment it happens instead of at its next
+// poll. A pid reused meanwhile names another process, which is then waited
+// for until timeout: only the wait's length depends on it, never a signal.
+func WaitExited(procs []Proc, timeout time.Duration) (bool, error) {
+	deadline := time.Now().Add(timeout)
+	fds := make([]unix.PollFd, 0, len(procs))
+	defer func() {
+		for _, p := range fds {
+			_ = unix.Close(int(p.Fd))
+		}
+	}()
+	for _, p := range procs {
+		fd, err := unix.PidfdOpen(p.Pid, 0)
+		if errors.Is(err, unix.ESRCH) {
+			continue // reaped already
+		}
+		if err != nil {
+			return false, fmt.Errorf("pidfd_open %d: %w", p.Pid, err)
+		}
+		fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+	}
+	for len(fds) > 0 {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false, nil
+		}
+		ts := unix.NsecToTimespec(left.Nanoseconds())
+		n, err := unix.Ppoll(fds, &ts, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n == 0 {
+			return false, err
+		}
+		waiting := fds[:0]
+		for _, p := range fds {
+			if p.Revents != 0 {
+				_ = unix.Close(int(p.Fd))
+				continue
+			}
+			waiting = append(waiting, p)
+		}
+		fds = waiting
+	}
+	return true, nil
 }
