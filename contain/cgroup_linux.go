@@ -106,6 +106,12 @@ func (l *leaf) members() []int {
 // killAndWait kills every process in the leaf (see killCgroup) and waits until
 // the kernel reports it unpopulated. It returns the pids the leaf held.
 func (l *leaf) killAndWait(proof time.Duration) ([]int, bool, error) {
+	// A leaf the kernel shows unpopulated - the usual case, the walk having
+	// seen every member exit - is not listed: the listing walks the leaf's
+	// directory, one lstat per control file, on the path to the terminal line.
+	if populated, err := platform.CgroupPopulated(l.dir); err != nil || !populated {
+		return nil, err == nil, err
+	}
 	pids := l.members()
 	empty, err := killCgroup(l.m, l.dir, proof)
 	return pids, empty, err

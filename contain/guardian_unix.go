@@ -24,6 +24,7 @@ type guardian struct {
 	supervisor int // our parent; another parent later means it died
 	grace      time.Duration
 	proof      time.Duration
+	stats      bool // init.Stats
 
 	mu     sync.Mutex // held by the reaper around each wait; see signalShim
 	groups map[string]*shimGroup
@@ -80,6 +81,7 @@ func GuardianMain() int {
 	}
 	g.grace = time.Duration(init.GraceMs) * time.Millisecond
 	g.proof = time.Duration(init.ProofMs) * time.Millisecond
+	g.stats = init.Stats
 	g.backend = Backend{Name: BackendProcessGroup}
 	if init.Backend != nil {
 		g.backend = *init.Backend
@@ -90,7 +92,7 @@ func GuardianMain() int {
 	}
 	if err := g.startGroups(init); err != nil {
 		_ = g.main.send(msg{Op: opReady, Reply: true, ID: init.ID, Err: err.Error()})
-		g.containAll()
+		g.containAll(false)
 		return ExitSoftware
 	}
 	_ = g.main.send(msg{Op: opReady, Reply: true, ID: init.ID})
@@ -246,13 +248,13 @@ func (g *guardian) loop() int {
 				// contain everything now, within the grace, and say so on the
 				// stderr we share with it: nothing else will.
 				began := time.Now()
-				rep := g.containAll()
+				rep := g.containAll(false)
 				fmt.Fprintln(os.Stderr, orphanedLine(g.supervisorGone(), rep, time.Since(began)))
 				return 0
 			}
 			if m.Op == opExit {
-				g.containAll()
-				_ = g.main.send(msg{Op: opExit, Reply: true, ID: m.ID})
+				rep := g.containAll(m.NoGrace)
+				_ = g.main.send(msg{Op: opExit, Reply: true, ID: m.ID, Report: &rep})
 				return 0
 			}
 			_ = g.main.send(g.handle(m))
@@ -459,11 +461,10 @@ func (g *guardian) sweep(grp *shimGroup, others []int, termUntil time.Time) Repo
 		g.awaitExitReport(grp)
 		g.killShim(grp)
 		grp.closed = true
-		if l := g.leafOf(grp); l != nil {
+		// The leaf itself is removed with the run's cgroup when the guardian
+		// ends (containAll), off the path to this group's proof.
+		if l := g.leafOf(grp); l != nil && g.stats {
 			l.stats(&rep)
-			if err := removeDir(l.dir); err != nil {
-				fmt.Fprintf(os.Stderr, "octostore-supervisor: %v\n", err)
-			}
 		}
 	}
 	grp.tried = true
@@ -515,10 +516,12 @@ func (g *guardian) awaitShim(grp *shimGroup) {
 }
 
 // containAll contains both groups at once (the supervisor died or is done), then
-// sweeps anything else left below the guardian. A group whose teardown already
+// sweeps anything else left below the guardian; noGrace kills without the TERM
+// phase (the supervisor could not prove the worker group empty, so the hold
+// must not release). A group whose teardown already
 // ran to the proof bound is not tried again: its survivors were reported, and
 // waiting out the bound a second time would only delay that verdict.
-func (g *guardian) containAll() Report {
+func (g *guardian) containAll(noGrace bool) Report {
 	var unproven []int
 	var swept []*shimGroup
 	for _, grp := range g.groups {
@@ -537,6 +540,9 @@ func (g *guardian) containAll() Report {
 	until := make([]time.Time, len(swept))
 	for i, grp := range swept {
 		others[i], until[i] = g.others(grp), g.termUntil(grp)
+		if noGrace {
+			until[i] = time.Now()
+		}
 	}
 	var wg sync.WaitGroup
 	for i, grp := range swept {
@@ -561,19 +567,21 @@ func (g *guardian) containAll() Report {
 		}
 	}
 	rest := newSweeper().terminate(os.Getpid(), skip, time.Now(), g.proof, os.Stderr)
-	for _, grp := range g.groups {
-		if grp.closed {
-			g.awaitShim(grp)
-		}
-	}
 	rep := Report{Backend: g.backend.Name, ProvenEmpty: rest.ProvenEmpty && len(unproven) == 0}
 	for _, grp := range swept {
 		rep.merge(grp.report)
 		rep.ProvenEmpty = rep.ProvenEmpty && grp.report.ProvenEmpty
 	}
 	rep.merge(rest)
-	if g.cg != nil && len(unproven) == 0 {
+	// The shims are not in the run's cgroup: it is removed while they die.
+	// A run not proven empty keeps it, as evidence for sweep.
+	if g.cg != nil && rep.ProvenEmpty {
 		g.cg.remove(os.Stderr)
+	}
+	for _, grp := range g.groups {
+		if grp.closed {
+			g.awaitShim(grp)
+		}
 	}
 	return rep
 }

@@ -366,9 +366,9 @@ func (h *jobHost) release() error {
 	return nil
 }
 
-// exit has nothing to wait for: both groups are proven empty, and close
-// releases the handles.
-func (h *jobHost) exit() error { return nil }
+// finish is the hold group's teardown: no process of the host's own is left
+// to end, and close releases the handles.
+func (h *jobHost) finish(noGrace bool) (Report, error) { return h.contain(groupHold, noGrace) }
 
 // fallback terminates both jobs at once. The job host has no failure of its
 // own that leads here; it is the lifecycle's last resort all the same.

@@ -46,8 +46,11 @@ type host interface {
 	// release asks the hold to release its authority (unix: SIGTERM; windows:
 	// CTRL_BREAK_EVENT to its console process group).
 	release() error
-	// exit ends the host in order once both groups are contained.
-	exit() error
+	// finish contains the hold group (graceful stop first unless noGrace) and
+	// anything else left, then ends the host; its report covers all of that.
+	// The worker group is contained before, on its own (stop). An error means
+	// the host failed and the fallback must contain instead.
+	finish(noGrace bool) (Report, error)
 	// fallback contains everything from the supervisor itself after the host
 	// was lost or failed.
 	fallback(grace, proof time.Duration, diag io.Writer) Report
@@ -594,13 +597,12 @@ func (r *run) stop(c cause) int {
 			term = r.awaitRelease()
 		}
 	}
-	hrep, err := r.host.contain(groupHold, !wrep.ProvenEmpty)
+	// The hold group's teardown and the host's end are one request: the
+	// terminal line waits for both, and a round trip less is time off it.
+	hrep, err := r.host.finish(!wrep.ProvenEmpty)
 	if err != nil {
 		r.say("%v; using main-process fallback", err)
 		return r.fallback(began)
-	}
-	if err := r.host.exit(); err != nil {
-		r.say("%v", err)
 	}
 	rep := wrep
 	rep.merge(hrep)

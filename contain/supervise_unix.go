@@ -195,19 +195,22 @@ func (h *guardianHost) release() error {
 	return err
 }
 
-// exit has the guardian contain what is left below it and end. Its reply is
-// the last part of the proof, so the terminal line may follow at once; the
-// guardian, which runs nothing any more, is reaped by close, before the
-// supervisor itself ends. That saves a run's terminal line the guardian's
-// process exit (several milliseconds: a dozen threads and their mappings).
-func (h *guardianHost) exit() error {
-	_, err := h.link.call(msg{Op: opExit}, h.cfg.Grace+h.cfg.ProofBound+5*time.Second)
+// finish has the guardian contain the hold group and what else is left below
+// it, and end. Its reply is the last part of the proof, so the terminal line
+// may follow at once; the guardian, which runs nothing any more, is reaped by
+// close, before the supervisor itself ends. That saves a run's terminal line
+// the guardian's process exit (several milliseconds: a dozen threads and
+// their mappings).
+func (h *guardianHost) finish(noGrace bool) (Report, error) {
+	m, err := h.link.call(msg{Op: opExit, NoGrace: noGrace}, h.cfg.Grace+h.cfg.ProofBound+5*time.Second)
+	if err == nil && m.Report == nil {
+		err = fmt.Errorf("%w: exit reply without a report", errGuardianLost)
+	}
 	if err != nil {
-		h.link.kill()
-		return fmt.Errorf("the guardian did not confirm its exit: %w", err)
+		return Report{}, fmt.Errorf("the guardian did not confirm its exit: %w", err)
 	}
 	h.exited = true
-	return nil
+	return *m.Report, nil
 }
 
 // fallback contains everything from the supervisor itself after the guardian died

@@ -37,6 +37,10 @@ type msg struct {
 	GraceMs    int64      `json:"grace_ms,omitempty"`
 	NoGrace    bool       `json:"no_grace,omitempty"` // contain: kill at once, no TERM phase
 	ProofMs    int64      `json:"proof_ms,omitempty"`
+	// init: containment reports carry each cgroup leaf's CPU time and peak
+	// memory (run --json prints them); supervise leaves the reads off its
+	// teardown
+	Stats bool `json:"stats,omitempty"`
 	// init: the guardian's descriptor of the supervisor's binary, to start the
 	// hold's shim from when the guardian itself runs the lean helper image
 	HoldImageFd int `json:"hold_image_fd,omitempty"`
