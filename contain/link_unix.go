@@ -81,16 +81,41 @@ func (l *link) call(m msg, timeout time.Duration) (msg, error) {
 			if r.ID != m.ID {
 				continue
 			}
-			if r.Err != "" {
-				return r, errors.New(r.Err)
-			}
-			return r, nil
+			return answered(r)
 		case <-l.dead:
+			// The pump hands a reply on before it sees the socket close, so
+			// the guardian's last word (its reply to exit, sent as it ends)
+			// is waiting here when both are ready at once.
+			if r, ok := l.pending(m.ID); ok {
+				return answered(r)
+			}
 			return msg{}, errGuardianLost
 		case <-l.stopped:
 			return msg{}, fmt.Errorf("%w: it was stopped", errGuardianLost)
 		case <-t.C:
 			return msg{}, fmt.Errorf("%w: no answer to %s within %v", errGuardianLost, m.Op, timeout)
+		}
+	}
+}
+
+// answered is a reply as call returns it, with the error it carries.
+func answered(r msg) (msg, error) {
+	if r.Err != "" {
+		return r, errors.New(r.Err)
+	}
+	return r, nil
+}
+
+// pending returns the reply carrying id if it is already delivered.
+func (l *link) pending(id uint64) (msg, bool) {
+	for {
+		select {
+		case r := <-l.replies:
+			if r.ID == id {
+				return r, true
+			}
+		default:
+			return msg{}, false
 		}
 	}
 }
