@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -207,7 +208,16 @@ func killRun(b Backend, name string, proof time.Duration) ([]int, bool, error) {
 		return nil, false, err
 	}
 	l := &leaf{m: m, dir: dir}
-	return l.killAndWait(proof)
+	pids, empty, err := l.killAndWait(proof)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The run's cgroup is gone, and with it anything that could be in
+		// it: the kernel removes a cgroup only when no process is in it or
+		// below it, and none can join one removed. The guardian removes it
+		// as it ends, so a fallback after a guardian that died in its last
+		// moments finds none. The descendant sweep still runs beside this.
+		return pids, true, nil
+	}
+	return pids, empty, err
 }
 
 // removeRun removes a run's leaves and directory once they are empty.
