@@ -75,6 +75,19 @@ func TestAttackerCannotOutliveAuthority(t *testing.T) {
 	}
 }
 
+// stuck ends a case whose wait for what timed out, with all there is to see:
+// these waits timed out under make test's load (twice, in the same-user
+// case), never when the case ran alone.
+func (s *attackScene) stuck(t *testing.T, what string, a, b *run) {
+	t.Helper()
+	now := "gone"
+	if p, err := platform.NewProcReader().Stat(s.attacker.Pid); err == nil && p.StartTicks == s.attacker.Start {
+		now = proctest.Describe([]platform.Proc{p})
+	}
+	t.Fatalf("timed out after %v waiting for %s; the attacker (%s): %s\nA's stderr:\n%s\nB's stderr:\n%s",
+		bound, what, s.attacker, now, a.stderr(), b.stderr())
+}
+
 // attackScene is one case's shared files and settings.
 type attackScene struct {
 	c                      attackCase
@@ -104,7 +117,9 @@ func runAttack(t *testing.T, c attackCase) {
 		roots = ""
 	}
 	writeAtomic(t, s.goFile, roots)
-	waitFile(t, s.report, bound)
+	if !proctest.Until(bound, func() bool { _, err := os.Stat(s.report); return err == nil }) {
+		s.stuck(t, "the attacker's report "+s.report, a, b)
+	}
 	rep := readAttackReport(t, s.report)
 
 	// Hang A's hold: its renewals stop and the lease ages out at the
@@ -128,10 +143,9 @@ func runAttack(t *testing.T, c attackCase) {
 	// Someone resumes what the attacker stopped (the stall ends only so):
 	// again on every look, since a teardown's own stop-then-kill sweep may
 	// leave a member stopped while its supervisor waits to be resumed.
-	proctest.WaitFor(t, bound, "the attacker to be gone", func() bool {
-		thawStopped(t)
-		return !s.attacker.Alive()
-	})
+	if !proctest.Until(bound, func() bool { thawStopped(t); return !s.attacker.Alive() }) {
+		s.stuck(t, "the attacker to be gone", a, b)
+	}
 	proctest.WaitFor(t, attackTTL*time.Second+bound, "B's worker to start", func() bool {
 		return s.workerStarted("fenced") || exited(b)
 	})
