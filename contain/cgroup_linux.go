@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -209,12 +208,10 @@ func killRun(b Backend, name string, proof time.Duration) ([]int, bool, error) {
 	}
 	l := &leaf{m: m, dir: dir}
 	pids, empty, err := l.killAndWait(proof)
-	if errors.Is(err, fs.ErrNotExist) {
-		// The run's cgroup is gone, and with it anything that could be in
-		// it: the kernel removes a cgroup only when no process is in it or
-		// below it, and none can join one removed. The guardian removes it
-		// as it ends, so a fallback after a guardian that died in its last
-		// moments finds none. The descendant sweep still runs beside this.
+	if err != nil && runGone(dir, err) {
+		// The guardian removes the run as it ends, so a fallback after a
+		// guardian that died in its last moments finds none: an empty run.
+		// The descendant sweep still runs beside this.
 		return pids, true, nil
 	}
 	return pids, empty, err
@@ -317,12 +314,7 @@ func sweepRuns(b Backend, mode sweepMode, proof time.Duration) ([]StaleRun, erro
 // (another sweep - every supervisor sweeps at start - got there first), and
 // at start-up for a run marked earlier that still holds processes.
 func sweepRun(b Backend, dir string, mode sweepMode, proof time.Duration) (s StaleRun, found bool, err error) {
-	// A concurrent sweep removes the run's leaves, then the run: reading a leaf
-	// that is being removed fails with ENODEV rather than ENOENT.
-	gone := func(err error) bool {
-		_, serr := os.Stat(dir)
-		return errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENODEV) || errors.Is(serr, os.ErrNotExist)
-	}
+	gone := func(err error) bool { return runGone(dir, err) }
 	m, err := cgroup2.Load(relTo(b.Mount, dir), cgroup2.WithMountpoint(b.Mount))
 	if err != nil {
 		return s, false, err
@@ -362,6 +354,17 @@ func sweepRun(b Backend, dir string, mode sweepMode, proof time.Duration) (s Sta
 		}
 	}
 	return s, true, nil
+}
+
+// runGone reports whether err, from reading the run directory dir or a leaf
+// of it, means the run was removed. Its remover (a concurrent sweep, or the
+// guardian as it ends) removes the leaves, then the run, and the kernel
+// removes a cgroup only when no process is in it or below it, so a run gone
+// is a run empty. Reading a leaf that is being removed fails with ENODEV
+// rather than ENOENT.
+func runGone(dir string, err error) bool {
+	_, serr := os.Stat(dir)
+	return errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENODEV) || errors.Is(serr, os.ErrNotExist)
 }
 
 func ignoreIf(cond bool, err error) error {

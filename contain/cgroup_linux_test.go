@@ -24,6 +24,7 @@ func TestKillRunOfARemovedRunIsEmpty(t *testing.T) {
 	name := runName(self, self)
 	r, err := createRun(b, name, []string{groupWorker, groupHold})
 	require.NoError(t, err)
+	t.Cleanup(func() { r.remove(io.Discard) }) // a no-op once removed below
 
 	pids, empty, err := killRun(b, name, time.Second)
 	require.NoError(t, err)
