@@ -113,7 +113,7 @@ func (l *leaf) killAndWait(proof time.Duration) ([]int, bool, error) {
 		return nil, err == nil, err
 	}
 	pids := l.members()
-	empty, err := killCgroup(l.m, l.dir, proof)
+	empty, err := killPopulated(l.m, l.dir, proof)
 	return pids, empty, err
 }
 
@@ -136,10 +136,15 @@ const firstStragglerLook = 20 * time.Millisecond
 // its threads lives, and a SIGKILL through its pidfd is group-wide like
 // kill(2), so that is what ends it.
 func killCgroup(m *cgroup2.Manager, dir string, proof time.Duration) (bool, error) {
-	deadline := time.Now().Add(proof)
 	if populated, err := platform.CgroupPopulated(dir); err != nil || !populated {
 		return err == nil, err
 	}
+	return killPopulated(m, dir, proof)
+}
+
+// killPopulated is killCgroup for a cgroup just seen populated.
+func killPopulated(m *cgroup2.Manager, dir string, proof time.Duration) (bool, error) {
+	deadline := time.Now().Add(proof)
 	if err := m.Kill(); err != nil {
 		return false, fmt.Errorf("kill %s: %w", dir, err)
 	}
