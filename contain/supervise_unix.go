@@ -179,12 +179,18 @@ func (h *guardianHost) start(env []string) error {
 // contain asks the guardian to tear a group down; noGrace skips the TERM phase
 // and kills at once.
 func (h *guardianHost) contain(group string, noGrace bool) (Report, error) {
-	m, err := h.link.call(msg{Op: opContain, Group: group, NoGrace: noGrace}, h.cfg.Grace+h.cfg.ProofBound+5*time.Second)
+	return h.prove(msg{Op: opContain, Group: group, NoGrace: noGrace})
+}
+
+// prove makes a containment request (contain, exit) and returns the report
+// its reply must carry: a reply without one proves nothing.
+func (h *guardianHost) prove(req msg) (Report, error) {
+	m, err := h.link.call(req, h.cfg.Grace+h.cfg.ProofBound+5*time.Second)
+	if err == nil && m.Report == nil {
+		err = fmt.Errorf("%w: %s reply without a report", errGuardianLost, req.Op)
+	}
 	if err != nil {
 		return Report{}, err
-	}
-	if m.Report == nil {
-		return Report{}, fmt.Errorf("%w: containment reply without a report", errGuardianLost)
 	}
 	return *m.Report, nil
 }
@@ -202,15 +208,12 @@ func (h *guardianHost) release() error {
 // the guardian's process exit (several milliseconds: a dozen threads and
 // their mappings).
 func (h *guardianHost) finish(noGrace bool) (Report, error) {
-	m, err := h.link.call(msg{Op: opExit, NoGrace: noGrace}, h.cfg.Grace+h.cfg.ProofBound+5*time.Second)
-	if err == nil && m.Report == nil {
-		err = fmt.Errorf("%w: exit reply without a report", errGuardianLost)
-	}
+	rep, err := h.prove(msg{Op: opExit, NoGrace: noGrace})
 	if err != nil {
-		return Report{}, fmt.Errorf("the guardian did not confirm its exit: %w", err)
+		return rep, fmt.Errorf("the guardian did not confirm its exit: %w", err)
 	}
 	h.exited = true
-	return *m.Report, nil
+	return rep, nil
 }
 
 // fallback contains everything from the supervisor itself after the guardian died
