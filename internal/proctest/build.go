@@ -163,11 +163,12 @@ func pruneShared(keep string) {
 }
 
 // sourceKey hashes what the binaries are built from: the go command's
-// settings, the programs, and every file of the module but its tests (a
-// test file changes no program), .git, bin and hidden directories.
+// settings (not CGO_ENABLED, which GoBuild always sets), the programs, and
+// every file of the module but its tests (a test file changes no program),
+// .git, bin and hidden directories.
 func sourceKey(root string, progs []Program) (string, error) {
 	h := sha256.New()
-	env, err := exec.Command("go", "env", "GOVERSION", "GOFLAGS", "GOOS", "GOARCH", "CGO_ENABLED", "GOAMD64", "GOEXPERIMENT", "GOTOOLCHAIN").Output()
+	env, err := exec.Command("go", "env", "GOVERSION", "GOFLAGS", "GOOS", "GOARCH", "GOAMD64", "GOEXPERIMENT", "GOTOOLCHAIN").Output()
 	if err != nil {
 		return "", fmt.Errorf("go env: %w", err)
 	}
