@@ -49,6 +49,21 @@ func TestCachedImageIsWrittenOnceThenShared(t *testing.T) {
 	require.Len(t, entries, 1, "one file per image, no temporary left")
 }
 
+// A binary built without make build carries no image: no copy, no
+// directory, no error (its helpers start from itself).
+func TestCachedImageWithoutBundleIsNone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "octostore-supervisor")
+	require.NoError(t, os.WriteFile(path, []byte("\x7fELF a supervisor built with go build alone"), 0o755))
+	bin, err := os.Open(path)
+	require.NoError(t, err)
+	defer bin.Close()
+	dir := filepath.Join(t.TempDir(), "never-made")
+	f, err := leanFrom(bin, dir)
+	require.NoError(t, err)
+	require.Nil(t, f)
+	require.NoDirExists(t, dir)
+}
+
 func TestCachedImageMakesNothingAboveItsTwoDirectories(t *testing.T) {
 	requireRoot(t)
 	bin, img := bundled(t, []byte("the helper's code"))
