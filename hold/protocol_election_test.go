@@ -157,7 +157,7 @@ func TestProtocolElectionRequestTimeoutBoundsCampaign(t *testing.T) {
 	f := startFake(t)
 	id := f.createElection()
 	f.fault(map[string]any{"route": "campaign", "kind": "stall_headers", "count": 1, "no_effect": true})
-	r := startHold(t, f, id, "agent-a", 30*time.Second, func(h *electionHold) { h.Client = newClientFor(t, f.url, 300*time.Millisecond) })
+	r := startHold(t, f, id, "agent-a", 30*time.Second, func(h *electionHold) { h.Client = newClientFor(t, f.url, stallTimeout) })
 	w := r.expectNext(events.Waiting, CodeTransportError)
 	require.Equal(t, 525.0, w["retry_after_ms"], "backoff attempt 0: 500 ms + 5 %")
 	r.expectNext(events.Leader, "")

@@ -206,6 +206,13 @@ func lockSlowRequests(t *testing.T) func(*lockHold) {
 	return func(h *lockHold) { h.Client = newClientFor(t, h.Client.server.URL, time.Minute) }
 }
 
+// stallTimeout is the request timeout of the tests whose fake authority
+// stalls a request until the client gives up: short, since each stall costs
+// the test that long, yet long enough for every request that does not stall
+// to finish on a loaded machine (300 ms did not, under Wine beside the etcd
+// tests: the lock hold's third, healthy request timed out too).
+const stallTimeout = 2 * time.Second
+
 // newClientFor builds a capability-bearing client like the helpers do, with
 // a chosen request timeout.
 func newClientFor(t *testing.T, rawURL string, requestTimeout time.Duration) *Client {

@@ -198,7 +198,7 @@ func TestProtocolLockRequestTimeoutBoundsRequests(t *testing.T) {
 	f := startLockFake(t)
 	f.fault(map[string]any{"route": "create_session", "kind": "stall_headers", "count": 1, "no_effect": true})
 	f.fault(map[string]any{"route": "acquire", "kind": "stall_body", "count": 1})
-	r := startLockHold(t, f, "timeouts", 30*time.Second, func(h *lockHold) { h.Client = newClientFor(t, f.url, 300*time.Millisecond) })
+	r := startLockHold(t, f, "timeouts", 30*time.Second, func(h *lockHold) { h.Client = newClientFor(t, f.url, stallTimeout) })
 	r.expectNext(events.Waiting, CodeTransportError)
 	r.expectNext(events.Waiting, CodeTransportError)
 	acq := r.expectNext(events.Acquired, "")
