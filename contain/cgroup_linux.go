@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/containerd/cgroups/v3/cgroup2"
 	"golang.org/x/sys/unix"
 
 	"github.com/octostore-supervisor/supervisor/platform"
@@ -39,7 +38,6 @@ func parseRunName(name string) (sup, guardian platform.Proc, ok bool) {
 
 // leaf is one group's cgroup.
 type leaf struct {
-	m   *cgroup2.Manager
 	dir string
 }
 
@@ -47,12 +45,7 @@ type leaf struct {
 type cgroupRun struct {
 	b      Backend
 	dir    string
-	m      *cgroup2.Manager
 	leaves map[string]*leaf
-}
-
-func relTo(mount, dir string) string {
-	return "/" + strings.TrimPrefix(strings.TrimPrefix(dir, mount), "/")
 }
 
 // createRun makes the run directory and one leaf per group; the worker's leaf gets
@@ -63,23 +56,21 @@ func createRun(b Backend, name string, groups []string) (*cgroupRun, error) {
 		return nil, fmt.Errorf("refusing to create cgroup %q: not a run directory name", name)
 	}
 	dir := filepath.Join(b.Parent, name)
-	m, err := cgroup2.NewManager(b.Mount, relTo(b.Mount, dir), &cgroup2.Resources{})
-	if err != nil {
+	if err := platform.MakeCgroup(b.Mount, dir, 0); err != nil {
 		return nil, fmt.Errorf("create cgroup %s: %w", dir, err)
 	}
-	r := &cgroupRun{b: b, dir: dir, m: m, leaves: map[string]*leaf{}}
+	r := &cgroupRun{b: b, dir: dir, leaves: map[string]*leaf{}}
 	for _, g := range groups {
-		res := &cgroup2.Resources{}
-		if g == groupWorker && b.PidMax > 0 {
-			max := int64(b.PidMax)
-			res.Pids = &cgroup2.Pids{Max: max}
+		pidsMax := 0
+		if g == groupWorker {
+			pidsMax = b.PidMax
 		}
-		lm, err := m.NewChild(g, res)
-		if err != nil {
+		l := &leaf{dir: filepath.Join(dir, g)}
+		if err := platform.MakeCgroup(b.Mount, l.dir, pidsMax); err != nil {
 			r.remove(io.Discard)
-			return nil, fmt.Errorf("create cgroup %s/%s: %w", dir, g, err)
+			return nil, fmt.Errorf("create cgroup %s: %w", l.dir, err)
 		}
-		r.leaves[g] = &leaf{m: lm, dir: filepath.Join(dir, g)}
+		r.leaves[g] = l
 	}
 	return r, nil
 }
@@ -95,25 +86,21 @@ func (l *leaf) open() (*os.File, error) {
 
 // members lists the pids in the leaf.
 func (l *leaf) members() []int {
-	procs, _ := l.m.Procs(true)
-	out := make([]int, len(procs))
-	for i, p := range procs {
-		out[i] = int(p)
-	}
-	return out
+	procs, _ := platform.CgroupProcs(l.dir)
+	return procs
 }
 
 // killAndWait kills every process in the leaf (see killCgroup) and waits until
 // the kernel reports it unpopulated. It returns the pids the leaf held.
 func (l *leaf) killAndWait(proof time.Duration) ([]int, bool, error) {
 	// A leaf the kernel shows unpopulated - the usual case, the walk having
-	// seen every member exit - is not listed: the listing walks the leaf's
-	// directory, one lstat per control file, on the path to the terminal line.
+	// seen every member exit - is not listed: that would read its directory
+	// on the path to the terminal line.
 	if populated, err := platform.CgroupPopulated(l.dir); err != nil || !populated {
 		return nil, err == nil, err
 	}
 	pids := l.members()
-	empty, err := killPopulated(l.m, l.dir, proof)
+	empty, err := killPopulated(l.dir, proof)
 	return pids, empty, err
 }
 
@@ -121,8 +108,8 @@ func (l *leaf) killAndWait(proof time.Duration) ([]int, bool, error) {
 // looks for processes that survived it; the wait doubles after each look.
 const firstStragglerLook = 20 * time.Millisecond
 
-// killCgroup kills every process in dir and below at once (cgroup.kill; the
-// library freezes, kills and thaws where the kernel lacks it), then waits until
+// killCgroup kills every process in dir and below at once (cgroup.kill; where
+// the kernel lacks it, freeze, kill each and thaw), then waits until
 // the kernel reports dir unpopulated, within proof. Whatever cgroup.kill leaves
 // behind is killed one by one while it waits.
 //
@@ -135,17 +122,17 @@ const firstStragglerLook = 20 * time.Millisecond
 // it as already dying. cgroup.procs keeps listing such a leader while any of
 // its threads lives, and a SIGKILL through its pidfd is group-wide like
 // kill(2), so that is what ends it.
-func killCgroup(m *cgroup2.Manager, dir string, proof time.Duration) (bool, error) {
+func killCgroup(dir string, proof time.Duration) (bool, error) {
 	if populated, err := platform.CgroupPopulated(dir); err != nil || !populated {
 		return err == nil, err
 	}
-	return killPopulated(m, dir, proof)
+	return killPopulated(dir, proof)
 }
 
 // killPopulated is killCgroup for a cgroup just seen populated.
-func killPopulated(m *cgroup2.Manager, dir string, proof time.Duration) (bool, error) {
+func killPopulated(dir string, proof time.Duration) (bool, error) {
 	deadline := time.Now().Add(proof)
-	if err := m.Kill(); err != nil {
+	if err := platform.KillCgroup(dir); err != nil {
 		return false, fmt.Errorf("kill %s: %w", dir, err)
 	}
 	for wait := firstStragglerLook; ; wait *= 2 {
@@ -154,49 +141,10 @@ func killPopulated(m *cgroup2.Manager, dir string, proof time.Duration) (bool, e
 		if err != nil || empty || left <= wait {
 			return empty, err
 		}
-		if err := killStragglers(m); err != nil {
+		if err := platform.KillCgroupMembers(dir); err != nil {
 			return false, fmt.Errorf("kill what cgroup.kill left in %s: %w", dir, err)
 		}
 	}
-}
-
-// stragglerBatch bounds the pidfds killStragglers holds open at once.
-const stragglerBatch = 1024
-
-// killStragglers SIGKILLs the processes m and its descendants list, each
-// through a pidfd that is known to name a member: the pidfds are opened first,
-// then the cgroup is listed again, and only a pid still listed is signalled. A
-// pid that was reaped and reused by a process elsewhere in between is not
-// listed any more; if it was reused inside the cgroup, the pidfd names a dead
-// process and the new member is found on the next look.
-func killStragglers(m *cgroup2.Manager) error {
-	listed, err := m.Procs(true)
-	if err != nil {
-		return err
-	}
-	for len(listed) > 0 {
-		batch := listed[:min(len(listed), stragglerBatch)]
-		listed = listed[len(batch):]
-		fds := make(map[uint64]int, len(batch))
-		for _, pid := range batch {
-			if fd, err := unix.PidfdOpen(int(pid), 0); err == nil {
-				fds[pid] = fd
-			}
-		}
-		still, err := m.Procs(true)
-		for _, pid := range still {
-			if fd, ok := fds[pid]; ok && err == nil {
-				_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
-			}
-		}
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // killRun kills a whole run (all its leaves: cgroup.kill is recursive) and waits
@@ -207,11 +155,7 @@ func killRun(b Backend, name string, proof time.Duration) ([]int, bool, error) {
 		return nil, false, fmt.Errorf("refusing to kill %q: not a run directory name", name)
 	}
 	dir := filepath.Join(b.Parent, name)
-	m, err := cgroup2.Load(relTo(b.Mount, dir), cgroup2.WithMountpoint(b.Mount))
-	if err != nil {
-		return nil, false, err
-	}
-	l := &leaf{m: m, dir: dir}
+	l := &leaf{dir: dir}
 	pids, empty, err := l.killAndWait(proof)
 	if err != nil && runGone(dir, err) {
 		// The guardian removes the run as it ends, so a fallback after a
@@ -241,8 +185,8 @@ func removeRun(b Backend, name string, diag io.Writer) {
 // stats reads the group's CPU time and, where the memory controller is on, its
 // peak memory, for run --json. Missing controllers leave zeros.
 func (l *leaf) stats(rep *Report) {
-	if st, err := l.m.StatFiltered(cgroup2.StatCPU); err == nil && st.CPU != nil {
-		rep.CPUMicros = st.CPU.UsageUsec
+	if us, err := platform.CgroupCPUMicros(l.dir); err == nil {
+		rep.CPUMicros = us
 	}
 	if b, err := os.ReadFile(filepath.Join(l.dir, "memory.peak")); err == nil {
 		rep.MemoryPeakBytes, _ = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
@@ -320,11 +264,7 @@ func sweepRuns(b Backend, mode sweepMode, proof time.Duration) ([]StaleRun, erro
 // at start-up for a run marked earlier that still holds processes.
 func sweepRun(b Backend, dir string, mode sweepMode, proof time.Duration) (s StaleRun, found bool, err error) {
 	gone := func(err error) bool { return runGone(dir, err) }
-	m, err := cgroup2.Load(relTo(b.Mount, dir), cgroup2.WithMountpoint(b.Mount))
-	if err != nil {
-		return s, false, err
-	}
-	procs, err := m.Procs(true)
+	procs, err := platform.CgroupProcs(dir)
 	if err != nil {
 		return s, false, ignoreIf(gone(err), err)
 	}
@@ -345,7 +285,7 @@ func sweepRun(b Backend, dir string, mode sweepMode, proof time.Duration) (s Sta
 		}
 		return removeSwept(dir, s), true, nil
 	}
-	if s.ProvenEmpty, err = killCgroup(m, dir, proof); err != nil {
+	if s.ProvenEmpty, err = killCgroup(dir, proof); err != nil {
 		return s, !gone(err), ignoreIf(gone(err), err) // removed by a concurrent sweep once it was empty
 	}
 	if s.ProvenEmpty {

@@ -50,7 +50,7 @@ func Doctor() Diagnosis {
 		if b, err := ResolveBackend(BackendRequest{Containment: BackendCgroup}); err != nil {
 			d.add("cgroup.kill", false, "not checked: no cgroup we may use ("+err.Error()+")")
 		} else {
-			d.add("cgroup.kill", probeKill(mount), "atomic kill of a whole cgroup (Linux 5.14); without it the library freezes, kills each process and thaws")
+			d.add("cgroup.kill", probeKill(mount), "atomic kill of a whole cgroup (Linux 5.14); without it the cgroup is frozen, each process killed and the cgroup thawed")
 			d.abandonedRuns(b)
 		}
 	}

@@ -118,25 +118,33 @@ func Delegated(dir string) error {
 
 // CgroupPopulated reads the populated key of dir/cgroup.events: whether any live
 // process is in the cgroup or below it.
-func CgroupPopulated(dir string) (bool, error) {
+func CgroupPopulated(dir string) (bool, error) { return cgroupEvent(dir, "populated") }
+
+// cgroupEvent reads a key of dir/cgroup.events (populated, frozen) as a flag.
+func cgroupEvent(dir, key string) (bool, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
 	if err != nil {
 		return false, fmt.Errorf("read cgroup.events: %w", err)
 	}
 	for _, l := range bytes.Split(b, []byte("\n")) {
-		if v, ok := bytes.CutPrefix(l, []byte("populated ")); ok {
+		if v, ok := bytes.CutPrefix(l, []byte(key+" ")); ok {
 			return string(bytes.TrimSpace(v)) != "0", nil
 		}
 	}
-	return false, fmt.Errorf("%s/cgroup.events has no populated key", dir)
+	return false, fmt.Errorf("%s/cgroup.events has no %s key", dir, key)
 }
 
 // WaitCgroupEmpty waits until the kernel reports dir unpopulated, or timeout.
-// The kernel signals every change of cgroup.events as a file modification, so it
-// is watched with inotify, as the kernel's own cgroup.kill selftest does, instead
-// of sleeping. containerd/cgroups only offers a one-shot read of the file, hence
-// this hand-written wait. It returns whether the cgroup was seen empty.
+// It returns whether the cgroup was seen empty.
 func WaitCgroupEmpty(dir string, timeout time.Duration) (bool, error) {
+	return WaitCgroupEvent(dir, "populated", false, timeout)
+}
+
+// WaitCgroupEvent waits until key of dir/cgroup.events reads want, or timeout,
+// and returns whether it did. The kernel signals every change of cgroup.events
+// as a file modification, so it is watched with inotify, as the kernel's own
+// cgroup.kill selftest does, instead of sleeping between reads.
+func WaitCgroupEvent(dir, key string, want bool, timeout time.Duration) (bool, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return false, fmt.Errorf("inotify_init1: %w", err)
@@ -149,11 +157,11 @@ func WaitCgroupEmpty(dir string, timeout time.Duration) (bool, error) {
 	deadline := time.Now().Add(timeout)
 	buf := make([]byte, 4096)
 	for {
-		populated, err := CgroupPopulated(dir)
+		v, err := cgroupEvent(dir, key)
 		if err != nil {
 			return false, err
 		}
-		if !populated {
+		if v == want {
 			return true, nil
 		}
 		left := time.Until(deadline)
