@@ -100,7 +100,7 @@ func (d *Diagnosis) helperImage() {
 	case f == nil:
 		d.add(name, false, "this binary carries none (built without `make build`): guardian and shims start from the whole binary, at about twice the start-up time and memory each")
 	default:
-		d.add(name, true, "guardian and shims start from "+f.Name()+", the containment code without the authorities' clients (the embedded hold's shim from this binary)")
+		d.add(name, true, "guardian and shims start from "+f.Name()+", the containment code without the authorities' clients (the embedded hold from this binary)")
 		f.Close()
 	}
 }

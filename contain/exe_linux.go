@@ -20,8 +20,8 @@ func selfExe() (string, error) { return "/proc/self/exe", nil }
 // init; release frees it once the guardian runs.
 //
 // As root it is the lean helper image bundled with this binary (leanHelper),
-// and full is this binary, which the guardian starts the hold's shim from so
-// that the embedded hold (this binary's HoldArg) is there to be run. Without a
+// and full is this binary, which the guardian hands the hold's shim so that it
+// can start the embedded hold (this binary's HoldArg). Without a
 // bundled image, or where its copy cannot be had (said on diag), it is this
 // binary, as it is for everyone else:
 //
@@ -37,7 +37,7 @@ func selfExe() (string, error) { return "/proc/self/exe", nil }
 // Root needs no copy (it may read anything, so it would not help): a process
 // of another user can neither ptrace nor open root's processes, and a root
 // worker can do anything anyway. (Nor does a non-root run use the lean image:
-// the hold's shim would need a second memfd, a copy of this whole binary per
+// the embedded hold would need a second memfd, a copy of this whole binary per
 // run that no process's PSS shows.)
 func helperImage(diag io.Writer) (img helperImages, err error) {
 	self, err := os.Open("/proc/self/exe")
@@ -65,8 +65,8 @@ func helperImage(diag io.Writer) (img helperImages, err error) {
 }
 
 // rootImages: the lean helper for the guardian where there is one, and self
-// (this binary, opened before anything else, so the hold's shim runs this very
-// binary even if the file is replaced meanwhile) for the hold's shim. It takes
+// (this binary, opened before anything else, so the embedded hold runs this
+// very binary even if the file is replaced meanwhile) for the hold. It takes
 // self over: kept as full, or closed.
 func rootImages(self *os.File, diag io.Writer) (helperImages, error) {
 	whole := helperImages{guardian: "/proc/self/exe", release: func() {}}

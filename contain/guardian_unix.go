@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -35,7 +36,10 @@ type guardian struct {
 	backend Backend
 	cg      *cgroupRun // cgroup backend: the run's leaves, one per group
 
-	holdExe string // what the hold's shim starts from: the supervisor's binary (init.HoldImageFd), else ours
+	// holdImage is the supervisor's binary (init.HoldImageFd) when we run the
+	// lean helper image: the embedded hold is there, not in ours. Open until
+	// the hold's shim has it.
+	holdImage *os.File
 }
 
 type shimGroup struct {
@@ -119,8 +123,9 @@ func (g *guardian) startGroups(init msg) error {
 		g.cg = cg
 	}
 	if len(init.Argv) > 0 {
-		if err := g.takeHoldImage(init.HoldImageFd); err != nil {
-			return err
+		if init.HoldImageFd != 0 {
+			g.holdImage = os.NewFile(uintptr(init.HoldImageFd), "supervisor-image")
+			defer g.holdImage.Close()
 		}
 		hold, err := g.spawnShim(groupHold, os.Stdin, events, os.Stderr, msg{Op: opInit, Argv: init.Argv, Env: init.Env})
 		if err != nil {
@@ -144,20 +149,16 @@ func (g *guardian) startGroups(init msg) error {
 	return err
 }
 
-// takeHoldImage: started from the lean helper image, we have no hold in our
-// own binary, so the hold's shim (and through its /proc/self/exe the embedded
-// hold) starts from the supervisor's binary, which the supervisor passed us as
-// descriptor fd. Without one (fd 0) the hold's shim starts from our own
-// binary, as the worker's does.
-func (g *guardian) takeHoldImage(fd int) error {
-	if fd == 0 {
-		return nil
-	}
-	img := os.NewFile(uintptr(fd), "supervisor-image")
-	defer img.Close()
-	path, _, err := highPath(img) // kept open until we exit
-	g.holdExe = path
-	return err
+// withHoldImage hands the hold's shim the supervisor's binary, which the
+// embedded hold is (its argv[0], /proc/self/exe, named that binary in the
+// supervisor): the shim runs our lean image like the worker's, and starts the
+// hold through its own descriptor of the binary, which it marks close-on-exec
+// and closes once the hold runs. The shim does not link the authorities'
+// clients, so it does not initialise them or keep their pages.
+func withHoldImage(files []*os.File, init msg, img *os.File) ([]*os.File, msg) {
+	init.HoldImageFd = len(files)
+	init.Argv = append([]string{"/proc/self/fd/" + strconv.Itoa(init.HoldImageFd)}, init.Argv[1:]...)
+	return append(files, img), init
 }
 
 // leafOf is the group's cgroup leaf, nil under the process-group backend.
@@ -192,12 +193,12 @@ func (g *guardian) spawnShim(name string, in, out, errf *os.File, init msg) (*sh
 		files = append(files, lf)
 		init.Leaf, init.Join = l.dir, g.backend.Join
 	}
+	if name == groupHold && g.holdImage != nil {
+		files, init = withHoldImage(files, init, g.holdImage)
+	}
 	exe, err := selfExe()
 	if err != nil {
 		return nil, err
-	}
-	if name == groupHold && g.holdExe != "" {
-		exe = g.holdExe
 	}
 	g.mu.Lock() // the shim must be registered before the reaper can see it exit
 	pid, err := startHelper(exe, ShimArg, files, false)

@@ -16,8 +16,9 @@ import (
 
 // The suite's supervisor carries the lean helper image (as `make build`
 // makes it), so every run of the suite starts its guardian and shims from it.
-// This says so, and that the embedded hold still runs from the supervisor's
-// own binary: the lean image has no hold in it.
+// This says so, for the embedded hold's shim too, and that the embedded hold
+// itself runs from the supervisor's own binary (the lean image has no hold in
+// it), which no helper keeps open once the hold runs.
 func TestHelpersStartFromTheLeanImage(t *testing.T) {
 	t.Parallel()
 	require.Zero(t, os.Geteuid(), "root's supervisors start helpers from the lean image; run the contain tests as root (as CI does)")
@@ -30,13 +31,17 @@ func TestHelpersStartFromTheLeanImage(t *testing.T) {
 		room := createRoom(t, "local", "XDG_RUNTIME_DIR="+xdg)
 		r := startLocal(t, sc{env: []string{"XDG_RUNTIME_DIR=" + xdg}}, "election", room, "agent", "--server", "local")
 		r.waitEvent("leader", bound)
-		holdShim, workerShim := shimsOf(t, guardianOf(t, r.cmd.Process.Pid))
-		requireLean(t, guardianOf(t, r.cmd.Process.Pid), "guardian")
-		requireLean(t, workerShim, "worker's shim")
-		require.Equal(t, sup, exeOf(t, holdShim), "the hold's shim runs the supervisor's binary")
+		guardian := guardianOf(t, r.cmd.Process.Pid)
+		holdShim, workerShim := shimsOf(t, guardian)
+		for pid, what := range map[int]string{guardian: "guardian", holdShim: "hold's shim", workerShim: "worker's shim"} {
+			requireLean(t, pid, what)
+		}
 		hold, err := holdOf(r.cmd.Process.Pid)
 		require.NoError(t, err)
 		require.Equal(t, sup, exeOf(t, hold.Pid), "the embedded hold runs the supervisor's binary")
+		for _, pid := range []int{guardian, holdShim, hold.Pid} {
+			require.NotContains(t, openFiles(t, pid), sup, "%d keeps no descriptor of the supervisor's binary once the hold runs", pid)
+		}
 
 		require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
 		require.Equal(t, 143, r.wait(bound), r.stderr())
@@ -86,4 +91,19 @@ func exeOf(t *testing.T, pid int) string {
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	require.NoError(t, err)
 	return exe
+}
+
+// openFiles lists what pid's descriptors name.
+func openFiles(t *testing.T, pid int) []string {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	es, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var out []string
+	for _, e := range es {
+		if target, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil {
+			out = append(out, target)
+		}
+	}
+	return out
 }

@@ -146,7 +146,7 @@ func socketpair() (*os.File, *os.File, error) {
 // helperImages are the executables a run's helpers start from (helperImage).
 type helperImages struct {
 	guardian string   // the guardian's, and through its /proc/self/exe the shims'
-	full     *os.File // this binary, for the hold's shim when guardian is the lean image; else nil
+	full     *os.File // this binary, for the embedded hold when guardian is the lean image; else nil
 	release  func()   // once the guardian runs
 }
 

@@ -290,8 +290,8 @@ func sweepStale(b Backend, _ time.Duration, diag io.Writer) {
 
 // launchGuardian starts the guardian in its own session and hands it the run: the
 // hold's stdin (nil: /dev/null), the hold's event channel (write end), where the
-// worker's output goes, and init; with the embedded hold, also this binary for
-// the hold's shim when the guardian runs the lean helper image. The
+// worker's output goes, and init; with the embedded hold, also this binary,
+// which the hold is, when the guardian runs the lean helper image. The
 // returned link is live even on error when the guardian started, so the caller
 // can still contain whatever it began.
 func launchGuardian(init msg, holdIn, events, workerOut *os.File, keep []*os.File, embeddedHold bool) (*link, string, error) {

@@ -41,8 +41,10 @@ type msg struct {
 	// memory (run --json prints them); supervise leaves the reads off its
 	// teardown
 	Stats bool `json:"stats,omitempty"`
-	// init: the guardian's descriptor of the supervisor's binary, to start the
-	// hold's shim from when the guardian itself runs the lean helper image
+	// init: the descriptor of the supervisor's binary, where the embedded hold
+	// is, when the helpers run the lean helper image: the guardian's, passed on
+	// to the hold's shim as its own (withHoldImage), which starts the hold
+	// through it
 	HoldImageFd int `json:"hold_image_fd,omitempty"`
 
 	Pid    int     `json:"pid,omitempty"`
