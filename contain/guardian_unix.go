@@ -62,7 +62,7 @@ type shimGroup struct {
 // the worker's stdout.
 func GuardianMain() int {
 	diag := os.Stderr
-	platform.ReserveThreads(reservedThreads)
+	reserveThreads()
 	if err := errors.Join(adoptInherited(0), platform.BecomeSubreaper()); err != nil {
 		fmt.Fprintf(diag, "octostore-supervisor guardian: %v\n", err)
 		return ExitSoftware

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -27,6 +28,21 @@ const (
 // (platform.ReserveThreads), well above what GOMAXPROCS=2 plus the blocking reads
 // of /proc, the socket pumps and the GC ever use at once.
 const reservedThreads = 12
+
+// ownProcs is the GOMAXPROCS every process of ours runs with: helpers get it in
+// their environment (startHelper), the supervisor sets it (reserveThreads).
+const ownProcs = 2
+
+// reserveThreads caps GOMAXPROCS at ownProcs, then reserves the threads. The
+// reserve is sized for ownProcs: with the host's GOMAXPROCS the GC alone runs
+// a quarter of the Ps at once, and on a many-core host it would start threads
+// after the reserve, each a clone that fails, aborting the process, once a
+// same-user worker has used up RLIMIT_NPROC. None of our processes has work
+// for more than two Ps.
+func reserveThreads() {
+	runtime.GOMAXPROCS(min(runtime.GOMAXPROCS(0), ownProcs))
+	platform.ReserveThreads(reservedThreads)
+}
 
 // Inherited descriptor numbers of the helper processes.
 const (
@@ -173,7 +189,7 @@ func startHelper(exe, arg string, files []*os.File, setsid bool) (int, error) {
 		fds[i] = f.Fd()
 	}
 	attr := &syscall.ProcAttr{
-		Env:   []string{"GOTRACEBACK=single", "GOMAXPROCS=2"},
+		Env:   []string{"GOTRACEBACK=single", "GOMAXPROCS=" + strconv.Itoa(ownProcs)},
 		Files: fds,
 		Sys:   &syscall.SysProcAttr{Setsid: setsid, Setpgid: !setsid},
 	}

@@ -28,7 +28,7 @@ func Run(ctx context.Context, cfg RunConfig) int {
 	absorbSignals()
 	say("containment: %s", cfg.Backend)
 	sweepStale(cfg.Backend, cfg.ProofBound, cfg.Stderr)
-	platform.ReserveThreads(reservedThreads)
+	reserveThreads()
 	if err := errors.Join(adoptInherited(), platform.BecomeSubreaper()); err != nil {
 		say("%v", err)
 		return ExitSoftware

@@ -24,7 +24,7 @@ import (
 // its tree may hold anything: the guardian kills it after proving the tree empty.
 // If the guardian disappears it kills its own tree first (fail closed).
 func ShimMain() int {
-	platform.ReserveThreads(reservedThreads)
+	reserveThreads()
 	if err := errors.Join(adoptInherited(0), platform.BecomeSubreaper()); err != nil {
 		fmt.Fprintf(os.Stderr, "octostore-supervisor shim: %v\n", err)
 		return ExitSoftware

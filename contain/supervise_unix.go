@@ -32,7 +32,7 @@ func envKeyEqual(a, b string) bool { return a == b }
 // the guardian design relies on, before anything of this run starts.
 func prepareSupervisor(cfg Config, diag io.Writer) error {
 	sweepStale(cfg.Backend, cfg.ProofBound, diag)
-	platform.ReserveThreads(reservedThreads)
+	reserveThreads()
 	if err := errors.Join(adoptInherited(), platform.BecomeSubreaper()); err != nil {
 		return err
 	}
