@@ -86,11 +86,7 @@ func TestCgroupProcsAndKill(t *testing.T) {
 	require.Contains(t, leafOnly, below.Process.Pid)
 
 	require.NoError(t, KillCgroup(dir))
-	empty, err := WaitCgroupEmpty(dir, time.Minute)
-	require.NoError(t, err)
-	require.True(t, empty, "cgroup.kill empties the cgroup and the one below")
-	require.Equal(t, syscall.SIGKILL, exitSignal(t, top))
-	require.Equal(t, syscall.SIGKILL, exitSignal(t, below))
+	requireKilled(t, dir, top, below)
 	pids, err = CgroupProcs(dir)
 	require.NoError(t, err)
 	require.Empty(t, pids)
@@ -110,11 +106,7 @@ func TestKillFrozenWithoutCgroupKill(t *testing.T) {
 	top, below := startIn(t, dir), startIn(t, sub)
 
 	require.NoError(t, killFrozen(dir))
-	empty, err := WaitCgroupEmpty(dir, time.Minute)
-	require.NoError(t, err)
-	require.True(t, empty, "every member killed while frozen")
-	require.Equal(t, syscall.SIGKILL, exitSignal(t, top))
-	require.Equal(t, syscall.SIGKILL, exitSignal(t, below))
+	requireKilled(t, dir, top, below)
 	frozen, err := cgroupEvent(dir, "frozen")
 	require.NoError(t, err)
 	require.False(t, frozen, "thawed again")
@@ -156,6 +148,18 @@ func TestMakeCgroupControllers(t *testing.T) {
 	got, err := os.ReadFile(filepath.Join(sub, "pids.max"))
 	require.NoError(t, err)
 	require.Equal(t, "77", strings.TrimSpace(string(got)))
+}
+
+// requireKilled waits for the kernel to report dir empty, and for each shell
+// (one in dir, one below it) to have died of SIGKILL.
+func requireKilled(t *testing.T, dir string, shells ...*exec.Cmd) {
+	t.Helper()
+	empty, err := WaitCgroupEmpty(dir, time.Minute)
+	require.NoError(t, err)
+	require.True(t, empty, "%s and the cgroup below it emptied", dir)
+	for _, sh := range shells {
+		require.Equal(t, syscall.SIGKILL, exitSignal(t, sh))
+	}
 }
 
 func exitSignal(t *testing.T, cmd *exec.Cmd) syscall.Signal {
