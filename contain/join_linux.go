@@ -6,9 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
-	"time"
-
-	"github.com/octostore-supervisor/supervisor/platform"
 )
 
 // intoCgroup is sys for a child spawned directly inside the cgroup whose
@@ -62,14 +59,4 @@ func JoinMain(args []string) int {
 	}
 	err = syscall.Exec(argv[0], argv, os.Environ())
 	return fail("exec %s: %v", argv[0], err)
-}
-
-// killLeafDir kills a leaf by its path and waits for it to empty; a shim whose
-// guardian is gone uses it to fail closed.
-func killLeafDir(dir string, proof time.Duration) ([]int, bool, error) {
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0); err != nil {
-		return nil, false, err
-	}
-	empty, err := platform.WaitCgroupEmpty(dir, proof)
-	return nil, empty, err
 }

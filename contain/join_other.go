@@ -3,9 +3,7 @@
 package contain
 
 import (
-	"errors"
 	"syscall"
-	"time"
 )
 
 func intoCgroup(sys *syscall.SysProcAttr, _ int) *syscall.SysProcAttr { return sys }
@@ -13,7 +11,3 @@ func clone3Refused(error) bool                                        { return f
 
 // JoinMain exists only where cgroups do.
 func JoinMain([]string) int { return ExitSoftware }
-
-func killLeafDir(string, time.Duration) ([]int, bool, error) {
-	return nil, false, errors.New("cgroups need Linux")
-}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -103,4 +104,30 @@ func TestSweepKillsLeaderExitEscapee(t *testing.T) {
 	}
 	require.NoDirExists(t, abandoned)
 	requireLeaderExitEnded(t, dir)
+}
+
+// A shim whose supervisor and guardian are both killed contains its group
+// alone, with the guardian's own cgroup kill: cgroup.kill, then a SIGKILL
+// through a pidfd for what it leaves (a leader that exited while a thread
+// runs on) at the first look for stragglers. The shim used to write
+// cgroup.kill and wait out the proof bound (5 s) before anything else.
+func TestShimAloneKillsLeaderExitEscapee(t *testing.T) {
+	defaultPassOnly(t)
+	t.Parallel()
+	r := start(t, sc{
+		flags:  []string{"--containment", "cgroup"},
+		worker: "--ignore-signals --leader-exit {dir}/heartbeat",
+		hold:   []string{"emit:leader,term=4,budget=20000"},
+	})
+	r.waitEvent("leader", bound)
+	waitFile(t, filepath.Join(r.dir, "heartbeat"), bound)
+	g := guardianOf(t, r.cmd.Process.Pid)
+	require.NoError(t, r.cmd.Process.Kill())
+	require.NoError(t, syscall.Kill(g, syscall.SIGKILL))
+	// Generous against the first straggler look (20 ms), short of the 5 s;
+	// before waiting for the supervisor's end, which the shim's output
+	// descriptors hold back until the shim is done.
+	requireAllDeadWithin(t, r.dir, 2*time.Second)
+	require.Equal(t, 137, r.wait(bound))
+	requireLeaderExitEnded(t, r.dir)
 }

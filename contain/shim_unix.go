@@ -94,7 +94,7 @@ func ShimMain() int {
 	s.family = ownFamily()
 	if prog.Leaf != "" {
 		l := &leaf{dir: prog.Leaf}
-		s.container = func(proof time.Duration) ([]int, bool, error) { return killLeafDir(l.dir, proof) }
+		s.container = l.killAndWait
 	}
 	s.terminate(os.Getpid(), nil, time.Now(), DefaultProofBound, os.Stderr)
 	return 0
