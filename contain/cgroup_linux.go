@@ -43,7 +43,6 @@ type leaf struct {
 
 // cgroupRun is the guardian's handle on a run's cgroups.
 type cgroupRun struct {
-	b      Backend
 	dir    string
 	leaves map[string]*leaf
 }
@@ -59,7 +58,7 @@ func createRun(b Backend, name string, groups []string) (*cgroupRun, error) {
 	if err := platform.MakeCgroup(b.Mount, dir, 0); err != nil {
 		return nil, fmt.Errorf("create cgroup %s: %w", dir, err)
 	}
-	r := &cgroupRun{b: b, dir: dir, leaves: map[string]*leaf{}}
+	r := &cgroupRun{dir: dir, leaves: map[string]*leaf{}}
 	for _, g := range groups {
 		pidsMax := 0
 		if g == groupWorker {

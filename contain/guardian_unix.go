@@ -35,11 +35,6 @@ type guardian struct {
 
 	backend Backend
 	cg      *cgroupRun // cgroup backend: the run's leaves, one per group
-
-	// holdImage is the supervisor's binary (init.HoldImageFd) when we run the
-	// lean helper image: the embedded hold is there, not in ours. Open until
-	// the hold's shim has it.
-	holdImage *os.File
 }
 
 type shimGroup struct {
@@ -123,11 +118,14 @@ func (g *guardian) startGroups(init msg) error {
 		g.cg = cg
 	}
 	if len(init.Argv) > 0 {
+		// The supervisor's binary when we run the lean helper image: the
+		// embedded hold is there, not in ours.
+		var image *os.File
 		if init.HoldImageFd != 0 {
-			g.holdImage = os.NewFile(uintptr(init.HoldImageFd), "supervisor-image")
-			defer g.holdImage.Close()
+			image = os.NewFile(uintptr(init.HoldImageFd), "supervisor-image")
+			defer image.Close()
 		}
-		hold, err := g.spawnShim(groupHold, os.Stdin, events, os.Stderr, msg{Op: opInit, Argv: init.Argv, Env: init.Env})
+		hold, err := g.spawnShim(groupHold, os.Stdin, events, os.Stderr, msg{Op: opInit, Argv: init.Argv, Env: init.Env}, image)
 		if err != nil {
 			return err
 		}
@@ -142,7 +140,7 @@ func (g *guardian) startGroups(init msg) error {
 	defer devnull.Close()
 	// run mode has no authority: the worker starts at once.
 	worker, err := g.spawnShim(groupWorker, devnull, out, os.Stderr, msg{Op: opInit, Gated: !init.Ungated, Argv: init.WorkerArgv, Env: init.WorkerEnv,
-		Isolation: init.Isolation, NoNewPrivs: init.NoNewPrivs})
+		Isolation: init.Isolation, NoNewPrivs: init.NoNewPrivs}, nil)
 	if err == nil && init.Ungated {
 		worker.started = true
 	}
@@ -169,8 +167,9 @@ func (g *guardian) leafOf(grp *shimGroup) *leaf {
 	return g.cg.leaves[grp.name]
 }
 
-// spawnShim starts a group's shim; in becomes its program's stdin.
-func (g *guardian) spawnShim(name string, in, out, errf *os.File, init msg) (*shimGroup, error) {
+// spawnShim starts a group's shim; in becomes its program's stdin. image, when
+// not nil, is the binary the program is started through (withHoldImage).
+func (g *guardian) spawnShim(name string, in, out, errf *os.File, init msg, image *os.File) (*shimGroup, error) {
 	mine, theirs, err := socketpair()
 	if err != nil {
 		return nil, err
@@ -193,8 +192,8 @@ func (g *guardian) spawnShim(name string, in, out, errf *os.File, init msg) (*sh
 		files = append(files, lf)
 		init.Leaf, init.Join = l.dir, g.backend.Join
 	}
-	if name == groupHold && g.holdImage != nil {
-		files, init = withHoldImage(files, init, g.holdImage)
+	if image != nil {
+		files, init = withHoldImage(files, init, image)
 	}
 	exe, err := selfExe()
 	if err != nil {

@@ -80,6 +80,9 @@ func KillCgroup(dir string) error {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
+	if _, serr := os.Stat(dir); serr != nil {
+		return err // the cgroup is gone, not its cgroup.kill
+	}
 	return killFrozen(dir)
 }
 
