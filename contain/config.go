@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/octostore-supervisor/supervisor/events"
-	"github.com/octostore-supervisor/supervisor/internal/procid"
+	"github.com/octostore-supervisor/supervisor/internal/survivor"
 )
 
 // Exit codes of the supervisor (README "Exit codes").
@@ -60,8 +60,8 @@ type Config struct {
 	Backend       Backend   // resolved by ResolveBackend before Supervise
 	Isolation     Isolation // resolved by ResolveIsolation before Supervise
 
-	Stdout io.Writer // supervisor lines
-	Stderr io.Writer // diagnostics
+	Stdout io.Writer `json:"-"` // supervisor lines
+	Stderr io.Writer `json:"-"` // diagnostics
 	Env    []string  // the supervisor's environment, passed to the hold; the worker gets it scrubbed
 
 	// Interlock, when set, is a file that must be locked exclusively before the
@@ -74,33 +74,29 @@ type Config struct {
 	// <name>.active; else one in the user's private state directory). On unix
 	// the guardian shares the lock, so it also outlives a supervisor that dies
 	// until the guardian has contained the run.
-	Interlock *os.File
+	Interlock *os.File `json:"-"`
 
 	// Survivors, when set, is this host's record of processes that outlived a
 	// failed containment of the same authority and name. A run starts its hold
 	// only once every recorded process is gone, checks again once it holds the
 	// interlock, and removes the record before its worker starts; a run whose
 	// containment fails adds its survivors before it lets go of the interlock.
-	Survivors SurvivorRecord
+	Survivors *survivor.Record `json:"-"`
 
 	// AcquireTimeout bounds the waits for the interlock and for recorded
 	// survivors (measured from the start of the run), as --acquire-timeout
 	// bounds the hold's acquisition; 0 waits until a signal.
 	AcquireTimeout time.Duration
 
+	// whole is the supervisor's own binary when this process continues the
+	// run in the lean helper image (SuperviseLean): the embedded hold is that
+	// binary, not this image. nil otherwise.
+	whole *os.File
+
 	// Pause, when set, is called at named points of the lifecycle. Only a binary
 	// built with the octostore_testhooks tag sets it, to freeze the supervisor at
 	// an exact point; there is no runtime switch a worker could reach.
-	Pause func(point string)
-}
-
-// SurvivorRecord is the persistent record behind Config.Survivors
-// (local.SurvivorRecord, package hold/local).
-type SurvivorRecord interface {
-	Survivors() ([]procid.ID, error)
-	Add([]procid.ID) error
-	Remove() error
-	Path() string
+	Pause func(point string) `json:"-"`
 }
 
 // Defaults used by the CLI.

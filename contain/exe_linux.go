@@ -39,7 +39,14 @@ func selfExe() (string, error) { return "/proc/self/exe", nil }
 // worker can do anything anyway. (Nor does a non-root run use the lean image:
 // the embedded hold would need a second memfd, a copy of this whole binary per
 // run that no process's PSS shows.)
-func helperImage(diag io.Writer) (img helperImages, err error) {
+//
+// whole is set when this process is the supervisor continued in the lean
+// image (SuperviseLean): it is that image already, and whole is the binary it
+// was continued from, for the embedded hold.
+func helperImage(diag io.Writer, whole *os.File) (img helperImages, err error) {
+	if whole != nil {
+		return helperImages{guardian: "/proc/self/exe", full: whole, release: func() { whole.Close() }}, nil
+	}
 	self, err := os.Open("/proc/self/exe")
 	if err != nil {
 		return img, fmt.Errorf("open this program: %w", err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/octostore-supervisor/supervisor/internal/procid"
+	"github.com/octostore-supervisor/supervisor/internal/survivor"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
@@ -23,7 +24,7 @@ const (
 // recorded by a failed containment (Config.Survivors) are alive.
 type hostGate struct {
 	interlock *os.File
-	survivors SurvivorRecord
+	survivors *survivor.Record
 	locked    bool // this run holds the interlock
 
 	// hostLock backs the interlock file with a lock no same-user worker can

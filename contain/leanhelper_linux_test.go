@@ -15,10 +15,12 @@ import (
 )
 
 // The suite's supervisor carries the lean helper image (as `make build`
-// makes it), so every run of the suite starts its guardian and shims from it.
-// This says so, for the embedded hold's shim too, and that the embedded hold
-// itself runs from the supervisor's own binary (the lean image has no hold in
-// it), which no helper keeps open once the hold runs.
+// makes it), so every run of the suite (as root, without a test hook) hands
+// itself over to that image once its command line is parsed, and starts its
+// guardian and shims from it. This says so, for the embedded hold's shim too,
+// and that the embedded hold itself runs from the supervisor's own binary (the
+// lean image has no hold in it), which neither the supervisor nor any helper
+// keeps open once the hold runs. ps still shows what was asked for.
 func TestHelpersStartFromTheLeanImage(t *testing.T) {
 	t.Parallel()
 	require.Zero(t, os.Geteuid(), "root's supervisors start helpers from the lean image; run the contain tests as root (as CI does)")
@@ -31,15 +33,20 @@ func TestHelpersStartFromTheLeanImage(t *testing.T) {
 		room := createRoom(t, "local", "XDG_RUNTIME_DIR="+xdg)
 		r := startLocal(t, sc{env: []string{"XDG_RUNTIME_DIR=" + xdg}}, "election", room, "agent", "--server", "local")
 		r.waitEvent("leader", bound)
-		guardian := guardianOf(t, r.cmd.Process.Pid)
+		supervisor := r.cmd.Process.Pid
+		guardian := guardianOf(t, supervisor)
 		holdShim, workerShim := shimsOf(t, guardian)
-		for pid, what := range map[int]string{guardian: "guardian", holdShim: "hold's shim", workerShim: "worker's shim"} {
+		for pid, what := range map[int]string{supervisor: "supervisor", guardian: "guardian", holdShim: "hold's shim", workerShim: "worker's shim"} {
 			requireLean(t, pid, what)
 		}
-		hold, err := holdOf(r.cmd.Process.Pid)
+		require.Contains(t, platform.Cmdline(supervisor), room+" agent", "ps shows the supervisor's own words")
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", supervisor))
+		require.NoError(t, err)
+		require.Equal(t, "octostore-super\n", string(comm), "the supervisor keeps its name across the handover")
+		hold, err := holdOf(supervisor)
 		require.NoError(t, err)
 		require.Equal(t, sup, exeOf(t, hold.Pid), "the embedded hold runs the supervisor's binary")
-		for _, pid := range []int{guardian, holdShim, hold.Pid} {
+		for _, pid := range []int{supervisor, guardian, holdShim, hold.Pid} {
 			require.NotContains(t, openFiles(t, pid), sup, "%d keeps no descriptor of the supervisor's binary once the hold runs", pid)
 		}
 
@@ -51,9 +58,10 @@ func TestHelpersStartFromTheLeanImage(t *testing.T) {
 		t.Parallel()
 		r := start(t, sc{hold: []string{"emit:leader,term=4,budget=60000", "waitfile:{dir}/go", "emit:lost,term=4"}})
 		r.waitEvent("leader", bound)
-		guardian := guardianOf(t, r.cmd.Process.Pid)
+		supervisor := r.cmd.Process.Pid
+		guardian := guardianOf(t, supervisor)
 		holdShim, workerShim := shimsOf(t, guardian)
-		for pid, what := range map[int]string{guardian: "guardian", holdShim: "hold's shim", workerShim: "worker's shim"} {
+		for pid, what := range map[int]string{supervisor: "supervisor", guardian: "guardian", holdShim: "hold's shim", workerShim: "worker's shim"} {
 			requireLean(t, pid, what)
 		}
 		require.NoError(t, os.WriteFile(filepath.Join(r.dir, "go"), nil, 0o644))

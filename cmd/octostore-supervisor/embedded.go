@@ -11,6 +11,7 @@ import (
 	"github.com/octostore-supervisor/supervisor/hold"
 	"github.com/octostore-supervisor/supervisor/hold/local"
 	"github.com/octostore-supervisor/supervisor/internal/holdcli"
+	"github.com/octostore-supervisor/supervisor/internal/survivor"
 )
 
 // HoldArg is the hidden argv[1] that makes this binary run the octostore hold
@@ -86,7 +87,7 @@ type embedded struct {
 // unless the local authority already gave one, its interlock. authority is an
 // identity: the local directory's file URL, a normalised server URL, or
 // local.ExplicitHoldAuthority.
-func hostGuard(authority string, kind hold.Kind, name string, needInterlock bool, env []string) (*local.SurvivorRecord, *os.File, error) {
+func hostGuard(authority string, kind hold.Kind, name string, needInterlock bool, env []string) (*survivor.Record, *os.File, error) {
 	store, err := local.OpenPrivate(lookupIn(env))
 	if err != nil {
 		return nil, nil, usageError{"the survivor record and interlock need the private state directory: " + err.Error()}

@@ -109,9 +109,9 @@ func newApp(env []string, stdout, stderr io.Writer, code *int) *cli.App {
 				cfg.Stdout, cfg.Stderr, cfg.Env = stdout, stderr, env
 				fmt.Fprint(stderr, foundInPATH(c.Args().Get(2), cfg.Worker))
 				testHooks(&cfg, env)
-				*code = contain.Supervise(context.Background(), cfg)
-				if c, ok := cfg.Survivors.(io.Closer); ok {
-					_ = c.Close()
+				*code = contain.SuperviseLean(context.Background(), cfg)
+				if cfg.Survivors != nil {
+					_ = cfg.Survivors.Close()
 				}
 				return nil
 			},

@@ -5,16 +5,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"io/fs"
 	"net/url"
 	"os"
 	"path"
-	"slices"
 
 	"github.com/octostore-supervisor/supervisor/hold"
-	"github.com/octostore-supervisor/supervisor/internal/procid"
+	"github.com/octostore-supervisor/supervisor/internal/survivor"
 )
 
 // What octostore-supervisor keeps on this host per authority and name, in
@@ -50,22 +46,22 @@ func supervisedStem(authority string, kind hold.Kind, name string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// SurvivorRecord is one name's record of processes that outlived a failed
-// containment on this host. A supervisor writes it before it lets go of the
-// interlock; every later supervisor of that authority and name waits until
-// the processes it names are gone (procid.ID.Alive), then removes it.
-type SurvivorRecord struct {
-	store *Store
-	rel   string
-	key   survivorFile
+// recordDir is the store as the directory of survivor records
+// (survivor.Dir).
+type recordDir struct{ s *Store }
+
+func (d recordDir) OpenExisting(rel string) (*os.File, error) {
+	return d.s.openExisting(rel, os.O_RDONLY)
 }
 
-type survivorFile struct {
-	Authority string      `json:"authority"`
-	Kind      string      `json:"kind"`
-	Name      string      `json:"name"`
-	Survivors []procid.ID `json:"survivors"`
+func (d recordDir) WriteReplace(tmp, rel string, b []byte) error {
+	return d.s.writeReplace(tmp, rel, b, true)
 }
+
+func (d recordDir) Remove(rel string) error    { return d.s.removeFile(rel) }
+func (d recordDir) Join(rel string) string     { return d.s.join(rel) }
+func (d recordDir) Handle() (*os.File, string) { return d.s.self, d.s.dir }
+func (d recordDir) Close() error               { return d.s.Close() }
 
 // OpenSupervised opens, in this private store, the survivor record of
 // authority (an identity: Identity, a normalised server URL, or
@@ -73,7 +69,7 @@ type survivorFile struct {
 // interlock file. Both live in a subdirectory private to the user (0700,
 // judged like the store), where no worker running as another user can reach
 // them. The record owns the store from then on: closing it closes the store.
-func (s *Store) OpenSupervised(authority string, kind hold.Kind, name string, withInterlock bool) (*SurvivorRecord, *os.File, error) {
+func (s *Store) OpenSupervised(authority string, kind hold.Kind, name string, withInterlock bool) (*survivor.Record, *os.File, error) {
 	if s.shared {
 		return nil, nil, stateDirError("survivor records must live in a private state directory, not %s", s.dir)
 	}
@@ -81,8 +77,9 @@ func (s *Store) OpenSupervised(authority string, kind hold.Kind, name string, wi
 		return nil, nil, err
 	}
 	stem := path.Join(supervisedDir, supervisedStem(authority, kind, name))
-	rec := &SurvivorRecord{store: s, rel: stem + ".survivors", key: survivorFile{Authority: authority, Kind: kind.String(), Name: name}}
-	if err := s.checkExisting(rec.rel); err != nil {
+	rel := stem + ".survivors"
+	rec := survivor.New(recordDir{s}, rel, survivor.Key{Authority: authority, Kind: kind.String(), Name: name})
+	if err := s.checkExisting(rel); err != nil {
 		return nil, nil, err
 	}
 	if !withInterlock {
@@ -98,53 +95,3 @@ func (s *Store) OpenSupervised(authority string, kind hold.Kind, name string, wi
 	}
 	return rec, f, nil
 }
-
-// Path is the record's file, for messages.
-func (r *SurvivorRecord) Path() string { return r.store.join(r.rel) }
-
-// Survivors lists the recorded processes (none when there is no record).
-func (r *SurvivorRecord) Survivors() ([]procid.ID, error) {
-	f, err := r.store.openExisting(r.rel, os.O_RDONLY)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("survivor record %s: %w", r.Path(), err)
-	}
-	defer f.Close()
-	var rec survivorFile
-	if err := json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(&rec); err != nil {
-		return nil, fmt.Errorf("survivor record %s is malformed (remove it once the processes it named are gone): %w", r.Path(), err)
-	}
-	return rec.Survivors, nil
-}
-
-// Add records ids beside those already recorded, replacing the file
-// atomically and durably.
-func (r *SurvivorRecord) Add(ids []procid.ID) error {
-	old, err := r.Survivors()
-	if err != nil {
-		return err
-	}
-	rec := r.key
-	rec.Survivors = slices.Concat(old, ids)
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	if err := r.store.writeReplace(r.rel+".tmp", r.rel, b, true); err != nil {
-		return fmt.Errorf("write %s: %w", r.Path(), err)
-	}
-	return nil
-}
-
-// Remove deletes the record (once nothing it names is alive).
-func (r *SurvivorRecord) Remove() error {
-	if err := r.store.removeFile(r.rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove %s: %w", r.Path(), err)
-	}
-	return nil
-}
-
-// Close closes the store the record lives in.
-func (r *SurvivorRecord) Close() error { return r.store.Close() }

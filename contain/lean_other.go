@@ -1,0 +1,22 @@
+//go:build !linux
+
+package contain
+
+import (
+	"context"
+	"fmt"
+	"os"
+)
+
+// SuperviseArg is the hidden argv[1] of a supervisor continued in the lean
+// helper image, which only Linux bundles.
+const SuperviseArg = "__octostore-supervise"
+
+// SuperviseLean is Supervise: only Linux bundles a lean helper image for the
+// supervisor to continue in.
+func SuperviseLean(ctx context.Context, cfg Config) int { return Supervise(ctx, cfg) }
+
+func superviseMain([]string) int {
+	fmt.Fprintln(os.Stderr, "octostore-supervisor: internal: no lean helper image on this platform")
+	return ExitSoftware
+}
