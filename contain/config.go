@@ -88,9 +88,9 @@ type Config struct {
 	// bounds the hold's acquisition; 0 waits until a signal.
 	AcquireTimeout time.Duration
 
-	// whole is the supervisor's own binary when this process continues the
-	// run in the lean helper image (SuperviseLean): the embedded hold is that
-	// binary, not this image. nil otherwise.
+	// whole is set when this process continues the run in the lean helper
+	// image (SuperviseLean): the supervisor's own binary, which the embedded
+	// hold is. nil when this process is that binary.
 	whole *os.File
 
 	// Pause, when set, is called at named points of the lifecycle. Only a binary

@@ -85,7 +85,8 @@ func Doctor() Diagnosis {
 	return d
 }
 
-// helperImage says what a run's guardian and shims start from (helperImage).
+// helperImage says what a run's supervisor, guardian and shims run
+// (SuperviseLean, helperImage).
 // As root it writes the image's copy if there is none yet, as a run would.
 func (d *Diagnosis) helperImage() {
 	const name = "lean helper image"
@@ -98,9 +99,9 @@ func (d *Diagnosis) helperImage() {
 	case err != nil:
 		d.add(name, false, err.Error()+"; helpers start from this whole binary meanwhile")
 	case f == nil:
-		d.add(name, false, "this binary carries none (built without `make build`): guardian and shims start from the whole binary, at about twice the start-up time and memory each")
+		d.add(name, false, "this binary carries none (built without `make build`): the supervisor, guardian and shims run the whole binary, at about twice the start-up time and memory each")
 	default:
-		d.add(name, true, "guardian and shims start from "+f.Name()+", the containment code without the authorities' clients (the embedded hold from this binary)")
+		d.add(name, true, "the supervisor continues in, and guardian and shims start from, "+f.Name()+", the containment code without the authorities' clients (the embedded hold runs this binary)")
 		f.Close()
 	}
 }

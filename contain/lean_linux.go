@@ -67,7 +67,7 @@ type handover struct {
 	Interlock int    `json:"interlock"` // Config.Interlock; -1 when none
 	// InterlockPath is its name, which keys the host lock (hostGate.lock).
 	InterlockPath string `json:"interlock_path"`
-	Whole         int    `json:"whole"`     // this binary, for the embedded hold; -1 when none
+	Whole         int    `json:"whole"`     // this binary (Config.whole)
 	Survivors     *kept  `json:"survivors"` // Config.Survivors; nil when none
 }
 
@@ -80,10 +80,10 @@ type kept struct {
 }
 
 // handOver writes the run into a memfd and execs the lean image with it, the
-// interlock, the survivor record's directory and (for the embedded hold) this
-// binary inherited. It returns only on failure.
+// interlock, the survivor record's directory and this binary inherited. It
+// returns only on failure.
 func handOver(lean *os.File, cfg Config) error {
-	h := handover{Config: cfg, Interlock: -1, Whole: -1}
+	h := handover{Config: cfg, Interlock: -1}
 	var inherit []*os.File
 	if cfg.Interlock != nil {
 		h.Interlock, h.InterlockPath = int(cfg.Interlock.Fd()), cfg.Interlock.Name()
@@ -94,15 +94,15 @@ func handOver(lean *os.File, cfg Config) error {
 		h.Survivors = &kept{Dir: int(dir.Fd()), DirPath: dirPath, Rel: rel, Key: key}
 		inherit = append(inherit, dir)
 	}
-	if cfg.EmbeddedHold {
-		whole, err := os.Open("/proc/self/exe")
-		if err != nil {
-			return fmt.Errorf("open this program for the embedded hold: %w", err)
-		}
-		defer whole.Close()
-		h.Whole = int(whole.Fd())
-		inherit = append(inherit, whole)
+	// This binary, opened now, so the embedded hold runs the very binary
+	// that was started even if the file is replaced meanwhile (rootImages).
+	whole, err := os.Open("/proc/self/exe")
+	if err != nil {
+		return fmt.Errorf("open this program: %w", err)
 	}
+	defer whole.Close()
+	h.Whole = int(whole.Fd())
+	inherit = append(inherit, whole)
 	if comm, err := os.ReadFile("/proc/self/comm"); err == nil {
 		h.Comm = strings.TrimSpace(string(comm))
 	}
@@ -188,9 +188,7 @@ func takeOver(runFd string) (Config, error) {
 	if h.Interlock >= 0 {
 		cfg.Interlock = os.NewFile(uintptr(h.Interlock), h.InterlockPath)
 	}
-	if h.Whole >= 0 {
-		cfg.whole = os.NewFile(uintptr(h.Whole), "octostore-supervisor")
-	}
+	cfg.whole = os.NewFile(uintptr(h.Whole), "octostore-supervisor")
 	if k := h.Survivors; k != nil {
 		dir, err := openHandedDir(k.Dir, k.DirPath)
 		if err != nil {
