@@ -41,33 +41,55 @@ const SuperviseArg = "__octostore-supervise"
 // image; a caller's own writers or test hooks, which cannot cross an exec)
 // it runs here, in this binary.
 func SuperviseLean(ctx context.Context, cfg Config) int {
-	if os.Geteuid() != 0 || cfg.Pause != nil || cfg.Stdout != os.Stdout || cfg.Stderr != os.Stderr {
-		return Supervise(ctx, cfg)
+	if cfg.Pause == nil && ownOutput(cfg.Stdout, cfg.Stderr) {
+		continueLean(cfg.Stderr, handover{Supervise: &cfg, Interlock: -1, Whole: -1})
+	}
+	return Supervise(ctx, cfg)
+}
+
+// RunLean is Run, continued in the lean helper image as SuperviseLean is.
+func RunLean(ctx context.Context, cfg RunConfig) int {
+	if ownOutput(cfg.Stdout, cfg.Stderr) {
+		continueLean(cfg.Stderr, handover{Run: &cfg, Interlock: -1, Whole: -1})
+	}
+	return Run(ctx, cfg)
+}
+
+// ownOutput: the run writes to this process's own stdout and stderr, which
+// cross an exec as they are; any other writer cannot.
+func ownOutput(stdout, stderr io.Writer) bool { return stdout == os.Stdout && stderr == os.Stderr }
+
+// continueLean execs the lean image with h, as root where the image is
+// bundled. It returns only where it did not: nothing of the run has started,
+// and the caller runs it in this binary.
+func continueLean(diag io.Writer, h handover) {
+	if os.Geteuid() != 0 {
+		return
 	}
 	lean, err := leanHelper(HelperCacheDir)
 	if err != nil || lean == nil {
 		// The guardian's launch says why there is no lean image
 		// (rootImages); it is the same question, asked once.
-		return Supervise(ctx, cfg)
+		return
 	}
-	err = handOver(lean, cfg)
+	defer lean.Close()
+	err = handOver(lean, h)
 	// handOver returns only when execve failed, before the point of no
-	// return: this process is still this binary, and nothing has started.
-	lean.Close()
-	fmt.Fprintf(cfg.Stderr, "octostore-supervisor: the supervisor continues in this binary, not the lean helper image: %v\n", err)
-	return Supervise(ctx, cfg)
+	// return: this process is still this binary.
+	fmt.Fprintf(diag, "octostore-supervisor: the supervisor continues in this binary, not the lean helper image: %v\n", err)
 }
 
 // handover is the run as it crosses the execve: the configuration's plain
 // fields, and the numbers of the descriptors the lean image inherits for the
 // rest.
 type handover struct {
-	Config
-	Comm      string `json:"comm"`      // this process's name, kept across the exec
-	Interlock int    `json:"interlock"` // Config.Interlock; -1 when none
+	Supervise *Config    `json:"supervise,omitempty"`
+	Run       *RunConfig `json:"run,omitempty"`
+	Comm      string     `json:"comm"`      // this process's name, kept across the exec
+	Interlock int        `json:"interlock"` // Config.Interlock; -1 when none
 	// InterlockPath is its name, which keys the host lock (hostGate.lock).
 	InterlockPath string `json:"interlock_path"`
-	Whole         int    `json:"whole"`     // this binary (Config.whole)
+	Whole         int    `json:"whole"`     // this binary (Config.whole); -1 when none
 	Survivors     *kept  `json:"survivors"` // Config.Survivors; nil when none
 }
 
@@ -79,30 +101,26 @@ type kept struct {
 	Key     survivor.Key `json:"key"`
 }
 
-// handOver writes the run into a memfd and execs the lean image with it, the
-// interlock, the survivor record's directory and this binary inherited. It
-// returns only on failure.
-func handOver(lean *os.File, cfg Config) error {
-	h := handover{Config: cfg, Interlock: -1}
+// handOver writes h into a memfd and execs the lean image with it and the
+// descriptors it names inherited. It returns only on failure.
+func handOver(lean *os.File, h handover) error {
 	var inherit []*os.File
-	if cfg.Interlock != nil {
-		h.Interlock, h.InterlockPath = int(cfg.Interlock.Fd()), cfg.Interlock.Name()
-		inherit = append(inherit, cfg.Interlock)
+	defer func() {
+		for _, f := range inherit {
+			unix.CloseOnExec(int(f.Fd()))
+		}
+	}()
+	if h.Supervise != nil {
+		// This binary, opened now, so the embedded hold runs the very
+		// binary that was started even if the file is replaced meanwhile
+		// (rootImages).
+		whole, err := os.Open("/proc/self/exe")
+		if err != nil {
+			return fmt.Errorf("open this program: %w", err)
+		}
+		defer whole.Close()
+		inherit = h.descriptors(whole)
 	}
-	if cfg.Survivors != nil {
-		dir, dirPath, rel, key := cfg.Survivors.Handover()
-		h.Survivors = &kept{Dir: int(dir.Fd()), DirPath: dirPath, Rel: rel, Key: key}
-		inherit = append(inherit, dir)
-	}
-	// This binary, opened now, so the embedded hold runs the very binary
-	// that was started even if the file is replaced meanwhile (rootImages).
-	whole, err := os.Open("/proc/self/exe")
-	if err != nil {
-		return fmt.Errorf("open this program: %w", err)
-	}
-	defer whole.Close()
-	h.Whole = int(whole.Fd())
-	inherit = append(inherit, whole)
 	if comm, err := os.ReadFile("/proc/self/comm"); err == nil {
 		h.Comm = strings.TrimSpace(string(comm))
 	}
@@ -123,10 +141,25 @@ func handOver(lean *os.File, cfg Config) error {
 	// was asked for; the lean image reads the run from the descriptor alone.
 	argv := append([]string{os.Args[0], SuperviseArg, strconv.Itoa(int(run.Fd()))}, os.Args[1:]...)
 	err = syscall.Exec("/proc/self/fd/"+strconv.Itoa(int(lean.Fd())), argv, os.Environ())
-	for _, f := range inherit {
-		unix.CloseOnExec(int(f.Fd()))
-	}
 	return fmt.Errorf("execve: %w", err)
+}
+
+// descriptors fills in what a supervised run hands over besides its
+// configuration (whole: this binary, open), and returns the files to inherit.
+func (h *handover) descriptors(whole *os.File) []*os.File {
+	cfg := h.Supervise
+	inherit := []*os.File{whole}
+	h.Whole = int(whole.Fd())
+	if cfg.Interlock != nil {
+		h.Interlock, h.InterlockPath = int(cfg.Interlock.Fd()), cfg.Interlock.Name()
+		inherit = append(inherit, cfg.Interlock)
+	}
+	if cfg.Survivors != nil {
+		dir, dirPath, rel, key := cfg.Survivors.Handover()
+		h.Survivors = &kept{Dir: int(dir.Fd()), DirPath: dirPath, Rel: rel, Key: key}
+		inherit = append(inherit, dir)
+	}
+	return inherit
 }
 
 // handoverFile is h in a memfd (its size is not bounded, as a pipe's would
@@ -151,7 +184,17 @@ func handoverFile(h handover) (*os.File, error) {
 // superviseMain is the supervisor continued in the lean image (SuperviseArg):
 // it takes the run over from the descriptor named in args[0] and runs it.
 func superviseMain(args []string) int {
-	cfg, err := takeOver(args[0])
+	h, err := takeOver(args[0])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "octostore-supervisor: continue in the lean helper image: %v\n", err)
+		return ExitSoftware
+	}
+	if h.Run != nil {
+		cfg := *h.Run
+		cfg.Stdout, cfg.Stderr = os.Stdout, os.Stderr
+		return Run(context.Background(), cfg)
+	}
+	cfg, err := h.config()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "octostore-supervisor: continue in the lean helper image: %v\n", err)
 		return ExitSoftware
@@ -163,19 +206,22 @@ func superviseMain(args []string) int {
 	return code
 }
 
-// takeOver reads the run handed over (handOver) and rebuilds its Config.
-func takeOver(runFd string) (Config, error) {
+// takeOver reads the run handed over (handOver).
+func takeOver(runFd string) (handover, error) {
+	var h handover
 	fd, err := strconv.Atoi(runFd)
 	if err != nil || fd < 3 {
-		return Config{}, fmt.Errorf("bad run descriptor %q", runFd)
+		return h, fmt.Errorf("bad run descriptor %q", runFd)
 	}
 	run := os.NewFile(uintptr(fd), "octostore-supervisor-run")
-	var h handover
-	// ReadAt: the writer left the offset at the end.
+	// From offset 0: the writer left the offset at the end.
 	err = json.NewDecoder(io.NewSectionReader(run, 0, 1<<30)).Decode(&h)
 	run.Close()
 	if err != nil {
-		return Config{}, fmt.Errorf("decode the run: %w", err)
+		return h, fmt.Errorf("decode the run: %w", err)
+	}
+	if h.Supervise == nil && h.Run == nil {
+		return h, errors.New("the run handed over is empty")
 	}
 	if h.Comm != "" {
 		// Exec named this process after the descriptor's number.
@@ -183,16 +229,24 @@ func takeOver(runFd string) (Config, error) {
 			_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(p)), 0, 0, 0)
 		}
 	}
-	cfg := h.Config
+	return h, nil
+}
+
+// config rebuilds a supervised run's Config from its handover.
+func (h handover) config() (Config, error) {
+	cfg := *h.Supervise
 	cfg.Stdout, cfg.Stderr = os.Stdout, os.Stderr
 	if h.Interlock >= 0 {
 		cfg.Interlock = os.NewFile(uintptr(h.Interlock), h.InterlockPath)
+	}
+	if h.Whole < 0 {
+		return cfg, errors.New("the supervisor's binary was not handed over")
 	}
 	cfg.whole = os.NewFile(uintptr(h.Whole), "octostore-supervisor")
 	if k := h.Survivors; k != nil {
 		dir, err := openHandedDir(k.Dir, k.DirPath)
 		if err != nil {
-			return Config{}, err
+			return cfg, err
 		}
 		cfg.Survivors = survivor.New(dir, k.Rel, k.Key)
 	}

@@ -16,6 +16,9 @@ const SuperviseArg = "__octostore-supervise"
 // supervisor to continue in.
 func SuperviseLean(ctx context.Context, cfg Config) int { return Supervise(ctx, cfg) }
 
+// RunLean is Run, for the same reason.
+func RunLean(ctx context.Context, cfg RunConfig) int { return Run(ctx, cfg) }
+
 func superviseMain([]string) int {
 	fmt.Fprintln(os.Stderr, "octostore-supervisor: internal: no lean helper image on this platform")
 	return ExitSoftware

@@ -68,6 +68,22 @@ func TestHelpersStartFromTheLeanImage(t *testing.T) {
 		require.Equal(t, 20, r.wait(bound), r.stderr())
 		require.Equal(t, []string{"leader", "lost"}, r.events())
 	})
+	t.Run("run", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		r := startCLI(t, dir, 0, "run", "--json", "--", bins.esc, "--pidfile", filepath.Join(dir, "pids"), "--term-exits")
+		recs := waitPidLines(t, filepath.Join(dir, "pids"), 1, bound)
+		supervisor := r.cmd.Process.Pid
+		guardian := guardianOf(t, supervisor)
+		for pid, what := range map[int]string{supervisor: "supervisor", guardian: "guardian", shimOf(t, recs): "shim"} {
+			requireLean(t, pid, what)
+		}
+		require.Contains(t, platform.Cmdline(supervisor), "run --json --", "ps shows the supervisor's own words")
+		require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
+		r.wait(bound)
+		require.Equal(t, true, containmentIn(t, r.line("run"))["proven_empty"], r.stderr())
+		require.Empty(t, aliveRecorded(recs))
+	})
 }
 
 // shimsOf tells the guardian's two shims apart by what they started.

@@ -31,8 +31,8 @@ type RunConfig struct {
 	// command can neither forge nor garble it, as it can a line on the stdout it
 	// shares.
 	SummaryFile string
-	Stdout      io.Writer
-	Stderr      io.Writer
+	Stdout      io.Writer `json:"-"`
+	Stderr      io.Writer `json:"-"`
 }
 
 // RunSummary is the --json line and the --summary-file content.

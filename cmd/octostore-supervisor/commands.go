@@ -72,7 +72,7 @@ in it.`,
 					return usageError{"--no-new-privs: " + err.Error()}
 				}
 			}
-			*code = contain.Run(context.Background(), contain.RunConfig{
+			*code = contain.RunLean(context.Background(), contain.RunConfig{
 				Argv: append([]string{path}, args[1:]...), Env: env, Backend: b, Isolation: iso, NoNewPrivs: c.Bool("no-new-privs"), Grace: grace,
 				ProofBound: contain.DefaultProofBound, Timeout: timeout, UntilEmpty: c.Bool("until-empty"),
 				JSON: c.Bool("json"), SummaryFile: summary, Stdout: stdout, Stderr: stderr,
