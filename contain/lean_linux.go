@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -224,10 +223,10 @@ func takeOver(runFd string) (handover, error) {
 		return h, errors.New("the run handed over is empty")
 	}
 	if h.Comm != "" {
-		// Exec named this process after the descriptor's number.
-		if p, err := unix.BytePtrFromString(h.Comm); err == nil {
-			_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(p)), 0, 0, 0)
-		}
+		// Exec named this process after the descriptor's number. The
+		// leader's name is what ps shows; prctl would name only the calling
+		// thread, which need not be the leader.
+		_ = os.WriteFile("/proc/self/comm", []byte(h.Comm), 0)
 	}
 	return h, nil
 }
