@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/octostore-supervisor/supervisor/internal/survivor"
+	"github.com/octostore-supervisor/supervisor/platform"
 )
 
 // SuperviseArg is the hidden argv[1] of a supervisor that continues its run
@@ -41,7 +42,7 @@ const SuperviseArg = "__octostore-supervise"
 // it runs here, in this binary.
 func SuperviseLean(ctx context.Context, cfg Config) int {
 	if cfg.Pause == nil && ownOutput(cfg.Stdout, cfg.Stderr) {
-		continueLean(cfg.Stderr, handover{Supervise: &cfg, Interlock: -1, Whole: -1})
+		continueLean(cfg.Stderr, handover{Supervise: &cfg})
 	}
 	return Supervise(ctx, cfg)
 }
@@ -49,7 +50,7 @@ func SuperviseLean(ctx context.Context, cfg Config) int {
 // RunLean is Run, continued in the lean helper image as SuperviseLean is.
 func RunLean(ctx context.Context, cfg RunConfig) int {
 	if ownOutput(cfg.Stdout, cfg.Stderr) {
-		continueLean(cfg.Stderr, handover{Run: &cfg, Interlock: -1, Whole: -1})
+		continueLean(cfg.Stderr, handover{Run: &cfg})
 	}
 	return Run(ctx, cfg)
 }
@@ -80,15 +81,15 @@ func continueLean(diag io.Writer, h handover) {
 
 // handover is the run as it crosses the execve: the configuration's plain
 // fields, and the numbers of the descriptors the lean image inherits for the
-// rest.
+// rest (0 for none: 0-2 are stdin, stdout and stderr, never one of these).
 type handover struct {
 	Supervise *Config    `json:"supervise,omitempty"`
 	Run       *RunConfig `json:"run,omitempty"`
 	Comm      string     `json:"comm"`      // this process's name, kept across the exec
-	Interlock int        `json:"interlock"` // Config.Interlock; -1 when none
+	Interlock int        `json:"interlock"` // Config.Interlock
 	// InterlockPath is its name, which keys the host lock (hostGate.lock).
 	InterlockPath string `json:"interlock_path"`
-	Whole         int    `json:"whole"`     // this binary (Config.whole); -1 when none
+	Whole         int    `json:"whole"`     // this binary (Config.whole)
 	Survivors     *kept  `json:"survivors"` // Config.Survivors; nil when none
 }
 
@@ -104,11 +105,6 @@ type kept struct {
 // descriptors it names inherited. It returns only on failure.
 func handOver(lean *os.File, h handover) error {
 	var inherit []*os.File
-	defer func() {
-		for _, f := range inherit {
-			unix.CloseOnExec(int(f.Fd()))
-		}
-	}()
 	if h.Supervise != nil {
 		// This binary, opened now, so the embedded hold runs the very
 		// binary that was started even if the file is replaced meanwhile
@@ -133,6 +129,7 @@ func handOver(lean *os.File, h handover) error {
 	// these, and marks them close-on-exec again at once (adoptInherited).
 	for _, f := range inherit {
 		if _, err := unix.FcntlInt(f.Fd(), unix.F_SETFD, 0); err != nil {
+			closeOnExec(inherit)
 			return fmt.Errorf("hand a descriptor over: %w", err)
 		}
 	}
@@ -140,7 +137,14 @@ func handOver(lean *os.File, h handover) error {
 	// was asked for; the lean image reads the run from the descriptor alone.
 	argv := append([]string{os.Args[0], SuperviseArg, strconv.Itoa(int(run.Fd()))}, os.Args[1:]...)
 	err = syscall.Exec("/proc/self/fd/"+strconv.Itoa(int(lean.Fd())), argv, os.Environ())
+	closeOnExec(inherit) // the exec failed: they are this process's alone again
 	return fmt.Errorf("execve: %w", err)
+}
+
+func closeOnExec(files []*os.File) {
+	for _, f := range files {
+		unix.CloseOnExec(int(f.Fd()))
+	}
 }
 
 // descriptors fills in what a supervised run hands over besides its
@@ -235,10 +239,10 @@ func takeOver(runFd string) (handover, error) {
 func (h handover) config() (Config, error) {
 	cfg := *h.Supervise
 	cfg.Stdout, cfg.Stderr = os.Stdout, os.Stderr
-	if h.Interlock >= 0 {
+	if h.Interlock != 0 {
 		cfg.Interlock = os.NewFile(uintptr(h.Interlock), h.InterlockPath)
 	}
-	if h.Whole < 0 {
+	if h.Whole == 0 {
 		return cfg, errors.New("the supervisor's binary was not handed over")
 	}
 	cfg.whole = os.NewFile(uintptr(h.Whole), "octostore-supervisor")
@@ -318,9 +322,7 @@ func (d *handedDir) WriteReplace(tmp, rel string, b []byte) error {
 		err = d.root.Rename(tmp, rel)
 	}
 	if err == nil {
-		if err = d.self.Sync(); errors.Is(err, unix.EINVAL) {
-			err = nil // a file system that cannot fsync a directory
-		}
+		err = platform.SyncDir(d.self)
 	}
 	return err
 }

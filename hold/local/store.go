@@ -255,7 +255,7 @@ func (s *Store) ensureSubdir(sub string) error {
 		if err := chmodCreatedDir(s.root, sub, s.dirMode); err != nil {
 			return stateDirErrorCause(err, "could not set permissions of %s: %s", s.join(sub), hold.OSErrorText(err))
 		}
-		if err := syncDir(s.self); err != nil {
+		if err := platform.SyncDir(s.self); err != nil {
 			return stateDirErrorCause(err, "could not sync %s: %s", s.dir, hold.OSErrorText(err))
 		}
 	} else if !errors.Is(err, fs.ErrExist) {
@@ -457,7 +457,7 @@ func (s *Store) createNew(rel string, flag int) (*os.File, error) {
 		f.Close()
 		return nil, err
 	}
-	if err := syncDir(s.self); err != nil {
+	if err := platform.SyncDir(s.self); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -676,7 +676,7 @@ func (s *Store) writeReplace(tmp, rel string, b []byte, durable bool) error {
 		err = s.replaceFile(tmp, rel)
 	}
 	if err == nil && durable {
-		err = syncDir(s.self)
+		err = platform.SyncDir(s.self)
 	}
 	return err
 }
@@ -723,7 +723,7 @@ func (s *Store) createElection() (string, error) {
 			err = cerr
 		}
 		if err == nil {
-			err = syncDir(s.self)
+			err = platform.SyncDir(s.self)
 		}
 		if err != nil {
 			return "", fmt.Errorf("create election in %s: %w", s.dir, err)

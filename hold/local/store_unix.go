@@ -92,15 +92,6 @@ func fileLinks(f *os.File) (uint64, error) {
 	return uint64(st.Nlink), nil
 }
 
-// syncDir makes created entries durable. A few file systems cannot fsync a
-// directory (EINVAL); they have nothing to make durable that way.
-func syncDir(d *os.File) error {
-	if err := d.Sync(); err != nil && !errors.Is(err, unix.EINVAL) {
-		return err
-	}
-	return nil
-}
-
 // chmodCreated sets a file we just created to mode despite the umask, so the
 // group of a shared store can use it.
 func chmodCreated(f *os.File, mode fs.FileMode) error { return f.Chmod(mode) }
