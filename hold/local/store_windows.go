@@ -166,7 +166,6 @@ func (e entryRules) groupShared() bool { return e.shared }
 
 func (entryRules) check(string, fs.FileInfo) error { return nil }
 
-
 // Modes are meaningless on Windows: files inherit the directory's ACL.
 func chmodCreated(*os.File, fs.FileMode) error { return nil }
 
