@@ -324,7 +324,11 @@ func TestWatchReconnectReadsStatusFirst(t *testing.T) {
 	closed := r.next() // the first frame's reconcile; the stream then ends
 	again := r.next()  // status read after the reconnect wait
 	r.line()           // the new stream's first frame
-	require.GreaterOrEqual(t, again.at.Sub(closed.at), time.Second, "reconnected before the retry:1000 guidance")
+	// Waits end on the continuous clock, read in whole milliseconds (as
+	// upstream's): a wait that began 0.9 ms into a millisecond ends up to that
+	// much before a microsecond-exact second (seen: 999.90 and 999.96 ms in 2
+	// of 15 runs).
+	require.GreaterOrEqual(t, again.at.Sub(closed.at), time.Second-time.Millisecond, "reconnected before the retry:1000 guidance")
 	require.Equal(t, []string{"election_status", "election_watch", "election_status", "election_status", "election_watch", "election_status"},
 		watchRoutes(f)[1:7])
 	require.Equal(t, ExitSIGINT, r.stop(syscall.SIGINT))
