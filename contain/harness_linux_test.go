@@ -215,6 +215,12 @@ func launch(t *testing.T, r *run) *run {
 	t.Helper()
 	cmd, dir := r.cmd, r.dir
 	cmd.Stdout, cmd.Stderr = r.out, r.errb
+	// Wait also waits for the copies of stdout and stderr, which end only when
+	// every process holding the pipes has closed them: a guardian or hold that
+	// outlived its supervisor (the bug a test is there to catch) would hang
+	// the test until the suite's timeout instead of failing it with the
+	// proofs below.
+	cmd.WaitDelay = 10 * time.Second
 	require.NoError(t, cmd.Start())
 	r.began = time.Now()
 	go r.findGuardian()
