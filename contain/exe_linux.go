@@ -20,8 +20,8 @@ func selfExe() (string, error) { return "/proc/self/exe", nil }
 // init; release frees it once the guardian runs.
 //
 // As root it is the lean helper image bundled with this binary (leanHelper),
-// and full is this binary, which the guardian hands the hold's shim so that it
-// can start the embedded hold (this binary's HoldArg). Without a
+// and full is this binary, which the guardian starts the embedded hold from
+// (this binary's HoldRootArg, spawnHoldRoot). Without a
 // bundled image, or where its copy cannot be had (said on diag), it is this
 // binary, as it is for everyone else:
 //

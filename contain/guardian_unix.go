@@ -37,9 +37,13 @@ type guardian struct {
 	cg      *cgroupRun // cgroup backend: the run's leaves, one per group
 }
 
+// shimGroup is a protected group and the process that roots it: a shim, or,
+// for the embedded hold, the hold itself (inproc, HoldRootMain).
 type shimGroup struct {
 	name    string
 	pid     int
+	inproc  bool            // the root is the group's program (the embedded hold)
+	status  unix.WaitStatus // the root's, once reaped (gone closed)
 	conn    *conn
 	in      <-chan msg
 	gone    chan struct{} // closed when the shim has been reaped
@@ -66,9 +70,10 @@ func GuardianMain() int {
 	absorbSignals()
 
 	g := &guardian{main: newConn(os.NewFile(fdCtl, "ctl")), supervisor: os.Getppid(), groups: map[string]*shimGroup{}}
-	reaper(&g.mu, func(pid int, _ unix.WaitStatus) {
+	reaper(&g.mu, func(pid int, ws unix.WaitStatus) {
 		for _, grp := range g.groups {
 			if grp.pid == pid {
+				grp.status = ws
 				close(grp.gone)
 			}
 		}
@@ -125,7 +130,13 @@ func (g *guardian) startGroups(init msg) error {
 			image = os.NewFile(uintptr(init.HoldImageFd), "supervisor-image")
 			defer image.Close()
 		}
-		hold, err := g.spawnShim(groupHold, os.Stdin, events, os.Stderr, msg{Op: opInit, Argv: init.Argv, Env: init.Env}, image)
+		var hold *shimGroup
+		var err error
+		if init.EmbeddedHold {
+			hold, err = g.spawnHoldRoot(events, init.Argv, init.Env, image)
+		} else {
+			hold, err = g.spawnShim(groupHold, os.Stdin, events, os.Stderr, msg{Op: opInit, Argv: init.Argv, Env: init.Env})
+		}
 		if err != nil {
 			return err
 		}
@@ -140,23 +151,11 @@ func (g *guardian) startGroups(init msg) error {
 	defer devnull.Close()
 	// run mode has no authority: the worker starts at once.
 	worker, err := g.spawnShim(groupWorker, devnull, out, os.Stderr, msg{Op: opInit, Gated: !init.Ungated, Argv: init.WorkerArgv, Env: init.WorkerEnv,
-		Isolation: init.Isolation, NoNewPrivs: init.NoNewPrivs}, nil)
+		Isolation: init.Isolation, NoNewPrivs: init.NoNewPrivs})
 	if err == nil && init.Ungated {
 		worker.started = true
 	}
 	return err
-}
-
-// withHoldImage hands the hold's shim the supervisor's binary, which the
-// embedded hold is (its argv[0], /proc/self/exe, named that binary in the
-// supervisor): the shim runs our lean image like the worker's, and starts the
-// hold through its own descriptor of the binary, which it marks close-on-exec
-// and closes once the hold runs. The shim does not link the authorities'
-// clients, so it does not initialise them or keep their pages.
-func withHoldImage(files []*os.File, init msg, img *os.File) ([]*os.File, msg) {
-	init.HoldImageFd = len(files)
-	init.Argv = append([]string{"/proc/self/fd/" + strconv.Itoa(init.HoldImageFd)}, init.Argv[1:]...)
-	return append(files, img), init
 }
 
 // leafOf is the group's cgroup leaf, nil under the process-group backend.
@@ -167,9 +166,43 @@ func (g *guardian) leafOf(grp *shimGroup) *leaf {
 	return g.cg.leaves[grp.name]
 }
 
-// spawnShim starts a group's shim; in becomes its program's stdin. image, when
-// not nil, is the binary the program is started through (withHoldImage).
-func (g *guardian) spawnShim(name string, in, out, errf *os.File, init msg, image *os.File) (*shimGroup, error) {
+// spawnShim starts a group's shim; in becomes its program's stdin.
+func (g *guardian) spawnShim(name string, in, out, errf *os.File, init msg) (*shimGroup, error) {
+	exe, err := selfExe()
+	if err != nil {
+		return nil, err
+	}
+	return g.spawnRoot(groupRoot{name: name, exe: exe, argv: []string{"octostore-supervisor", ShimArg}, env: helperEnv()},
+		in, out, errf, init)
+}
+
+// spawnHoldRoot starts the embedded hold as the root of the hold group
+// (HoldRootMain): the supervisor's binary (image, or argv[0] where the
+// helpers run that binary too) with the hold's arguments and environment.
+func (g *guardian) spawnHoldRoot(events *os.File, argv, env []string, image *os.File) (*shimGroup, error) {
+	exe := argv[0]
+	if image != nil {
+		// Exec'd through our own descriptor: the very file the supervisor
+		// opened, whatever its path names meanwhile.
+		exe = "/proc/self/fd/" + strconv.Itoa(int(image.Fd()))
+	}
+	root := groupRoot{name: groupHold, exe: exe, argv: append([]string{argv[0], HoldRootArg}, argv[2:]...),
+		env: append(helperEnv(), env...), inproc: true}
+	return g.spawnRoot(root, os.Stdin, events, os.Stderr, msg{Op: opInit})
+}
+
+// groupRoot is the process a group is rooted at and how it is started.
+type groupRoot struct {
+	name   string
+	exe    string
+	argv   []string
+	env    []string
+	inproc bool
+}
+
+// spawnRoot starts a group's root with the shim's descriptors and protocol.
+func (g *guardian) spawnRoot(root groupRoot, in, out, errf *os.File, init msg) (*shimGroup, error) {
+	name := root.name
 	mine, theirs, err := socketpair()
 	if err != nil {
 		return nil, err
@@ -192,16 +225,9 @@ func (g *guardian) spawnShim(name string, in, out, errf *os.File, init msg, imag
 		files = append(files, lf)
 		init.Leaf, init.Join = l.dir, g.backend.Join
 	}
-	if image != nil {
-		files, init = withHoldImage(files, init, image)
-	}
-	exe, err := selfExe()
-	if err != nil {
-		return nil, err
-	}
 	g.mu.Lock() // the shim must be registered before the reaper can see it exit
-	pid, err := startHelper(exe, ShimArg, files, false)
-	grp := &shimGroup{name: name, pid: pid, conn: newConn(mine), gone: make(chan struct{})}
+	pid, err := startProcess(root.exe, root.argv, root.env, files, false)
+	grp := &shimGroup{name: name, pid: pid, inproc: root.inproc, conn: newConn(mine), gone: make(chan struct{})}
 	if err == nil {
 		g.groups[name] = grp
 		grp.fam = trackFamily(pid, &g.mu, grp.gone) // while pid is surely our unreaped shim
@@ -278,12 +304,34 @@ func (g *guardian) fromShim(grp *shimGroup, m msg, ok bool) <-chan msg {
 		return grp.in
 	}
 	_ = grp.conn.close()
-	if !grp.closed {
-		rep := g.contain(grp, time.Now())
-		_ = g.main.send(msg{Op: opExited, Group: grp.name, Code: -1,
-			Err: "the process rooting the " + grp.name + " group died unexpectedly; its processes were killed", Report: &rep})
+	if grp.closed {
+		return nil
 	}
+	rep := g.contain(grp, time.Now())
+	if grp.inproc {
+		// The embedded hold is its root: its death is its program's exit.
+		if !grp.exitFwd {
+			g.forwardExit(grp, g.deathOf(grp))
+		}
+		return nil
+	}
+	_ = g.main.send(msg{Op: opExited, Group: grp.name, Code: -1,
+		Err: "the process rooting the " + grp.name + " group died unexpectedly; its processes were killed", Report: &rep})
 	return nil // a nil channel is never ready again
+}
+
+// deathOf is the exit report of a group rooted at its program (inproc) whose
+// root died: its wait status, once the reaper has it.
+func (g *guardian) deathOf(grp *shimGroup) msg {
+	select {
+	case <-grp.gone:
+	case <-time.After(time.Second):
+		return msg{Op: opExited, Code: -1}
+	}
+	g.mu.Lock()
+	code, sig := exitCodeOf(grp.status)
+	g.mu.Unlock()
+	return msg{Op: opExited, Code: code, Signal: sig}
 }
 
 func (g *guardian) handle(m msg) msg {
@@ -442,6 +490,9 @@ func (g *guardian) rootOf(grp *shimGroup, others []int) (int, []int) {
 
 // sweep touches only grp, so containAll may run one per group concurrently.
 func (g *guardian) sweep(grp *shimGroup, others []int, termUntil time.Time) Report {
+	if grp.inproc {
+		g.endInProc(grp, termUntil)
+	}
 	root, skip := g.rootOf(grp, others)
 	s := newSweeper()
 	s.family = grp.fam
@@ -458,7 +509,9 @@ func (g *guardian) sweep(grp *shimGroup, others []int, termUntil time.Time) Repo
 		rep = again
 	}
 	if rep.ProvenEmpty {
-		g.awaitExitReport(grp)
+		if !grp.inproc {
+			g.awaitExitReport(grp, time.Second)
+		}
 		g.killShim(grp)
 		grp.closed = true
 		// The leaf itself is removed with the run's cgroup when the guardian
@@ -470,6 +523,25 @@ func (g *guardian) sweep(grp *shimGroup, others []int, termUntil time.Time) Repo
 	grp.tried = true
 	grp.report = rep
 	return rep
+}
+
+// endInProc is the TERM phase of a group whose root is its program (the
+// embedded hold): the sweep below signals only what the root started, so the
+// root itself is sent SIGTERM, and its exit report awaited, until termUntil;
+// it is killed after the sweep, as a shim is. No grace (termUntil passed)
+// sends nothing: the hold must not release.
+func (g *guardian) endInProc(grp *shimGroup, termUntil time.Time) {
+	if !grp.started || grp.exitFwd || grp.exit != nil || !time.Now().Before(termUntil) {
+		return
+	}
+	g.mu.Lock()
+	select {
+	case <-grp.gone:
+	default:
+		_ = unix.Kill(grp.pid, syscall.SIGTERM) // our unreaped child: the pid is its
+	}
+	g.mu.Unlock()
+	g.awaitExitReport(grp, time.Until(termUntil))
 }
 
 // shimAlive reports whether grp's shim still runs. Under g.mu the reaper cannot
@@ -664,11 +736,11 @@ func (g *guardian) forwardExit(grp *shimGroup, m msg) {
 // mid-teardown it would reach the supervisor ahead of the notification that
 // explains the teardown (an expired deadline) and be mistaken for a worker
 // that ended on its own.
-func (g *guardian) awaitExitReport(grp *shimGroup) {
+func (g *guardian) awaitExitReport(grp *shimGroup, bound time.Duration) {
 	if !grp.started || grp.exitFwd || grp.in == nil {
 		return
 	}
-	t := time.NewTimer(time.Second)
+	t := time.NewTimer(bound)
 	defer t.Stop()
 	for {
 		select {

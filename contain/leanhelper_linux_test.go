@@ -17,10 +17,11 @@ import (
 // The suite's supervisor carries the lean helper image (as `make build`
 // makes it), so every run of the suite (as root, without a test hook) hands
 // itself over to that image once its command line is parsed, and starts its
-// guardian and shims from it. This says so, for the embedded hold's shim too,
-// and that the embedded hold itself runs from the supervisor's own binary (the
-// lean image has no hold in it), which neither the supervisor nor any helper
-// keeps open once the hold runs. ps still shows what was asked for.
+// guardian and shims from it. This says so, and that the embedded hold runs
+// from the supervisor's own binary (the lean image has no hold in it) as the
+// root of its own group, the guardian's child with no shim above it, and that
+// neither the supervisor nor any helper keeps that binary open once the hold
+// runs. ps still shows what was asked for.
 func TestHelpersStartFromTheLeanImage(t *testing.T) {
 	t.Parallel()
 	require.Zero(t, os.Geteuid(), "root's supervisors start helpers from the lean image; run the contain tests as root (as CI does)")
@@ -35,18 +36,27 @@ func TestHelpersStartFromTheLeanImage(t *testing.T) {
 		r.waitEvent("leader", bound)
 		supervisor := r.cmd.Process.Pid
 		guardian := guardianOf(t, supervisor)
-		holdShim, workerShim := shimsOf(t, guardian)
-		for pid, what := range map[int]string{supervisor: "supervisor", guardian: "guardian", holdShim: "hold's shim", workerShim: "worker's shim"} {
+		hold, err := holdOf(supervisor)
+		require.NoError(t, err)
+		workerShim := 0
+		for _, k := range children(guardian) {
+			if k.Pid != hold.Pid {
+				require.Zero(t, workerShim, "the guardian starts the hold and the worker's shim, nothing else")
+				workerShim = k.Pid
+			}
+		}
+		require.Equal(t, guardian, parentOf(t, hold.Pid), "the embedded hold roots its own group: no shim above it")
+		require.Contains(t, platform.Cmdline(hold.Pid), contain.HoldRootArg+" election hold --json", "ps shows the hold's own arguments")
+		require.Empty(t, children(hold.Pid))
+		for pid, what := range map[int]string{supervisor: "supervisor", guardian: "guardian", workerShim: "worker's shim"} {
 			requireLean(t, pid, what)
 		}
 		require.Contains(t, platform.Cmdline(supervisor), room+" agent", "ps shows the supervisor's own words")
 		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", supervisor))
 		require.NoError(t, err)
 		require.Equal(t, "octostore-super\n", string(comm), "the supervisor keeps its name across the handover")
-		hold, err := holdOf(supervisor)
-		require.NoError(t, err)
 		require.Equal(t, sup, exeOf(t, hold.Pid), "the embedded hold runs the supervisor's binary")
-		for _, pid := range []int{supervisor, guardian, holdShim, hold.Pid} {
+		for _, pid := range []int{supervisor, guardian, hold.Pid} {
 			require.NotContains(t, openFiles(t, pid), sup, "%d keeps no descriptor of the supervisor's binary once the hold runs", pid)
 		}
 
@@ -102,6 +112,13 @@ func shimsOf(t *testing.T, guardian int) (hold, worker int) {
 	require.NotZero(t, hold, "the hold's shim")
 	require.NotZero(t, worker, "the worker's shim")
 	return hold, worker
+}
+
+func parentOf(t *testing.T, pid int) int {
+	t.Helper()
+	p, err := platform.NewProcReader().Stat(pid)
+	require.NoError(t, err)
+	return p.PPid
 }
 
 func requireLean(t *testing.T, pid int, what string) {

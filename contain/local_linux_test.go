@@ -689,6 +689,36 @@ func TestLocalSupervisorCrashKeepsInterlockUntilContained(t *testing.T) {
 	require.Equal(t, "released", b.events()[len(b.events())-1])
 }
 
+// H7 for the embedded hold, which roots its own group with no shim above it
+// to kill it: when the supervisor and the guardian are both SIGKILLed, the
+// hold ends at once (no authority is held for a run nobody contains any more)
+// and the worker's shim kills the worker's tree; a second candidate then wins
+// the room long before the hold's TTL (60 s) could have run out.
+func TestLocalEmbeddedHoldEndsWithItsGuardian(t *testing.T) {
+	t.Parallel()
+	server := "file://" + privateDir(t)
+	room := createRoom(t, server)
+	flags := []string{"--server", server, "--ttl", "60"}
+	a := startLocal(t, sc{worker: "--ignore-signals --child"}, "election", room, "agent-a", flags...)
+	a.waitEvent("leader", bound)
+	waitRecorded(t, a.dir+"/pids", 2)
+	hold, err := holdOf(a.cmd.Process.Pid)
+	require.NoError(t, err)
+	g := guardianOf(t, a.cmd.Process.Pid)
+
+	require.NoError(t, a.cmd.Process.Kill())
+	require.NoError(t, syscall.Kill(g, syscall.SIGKILL))
+	require.Equal(t, 137, a.wait(bound))
+	require.True(t, proctest.Until(3*time.Second, func() bool { return !hold.Alive() }), "the embedded hold outlived its guardian")
+	requireAllDeadWithin(t, a.dir, 3*time.Second)
+
+	b := startLocal(t, sc{worker: "--term-exits"}, "election", room, "agent-b", flags...)
+	b.waitEvent("leader", bound)
+	require.NoError(t, b.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 143, b.wait(bound), b.stderr())
+	require.Equal(t, []string{"leader", "released"}, b.events())
+}
+
 // Bad input to the embedded local hold is refused by the supervisor's command
 // line: exit 64, one line on stderr, no hold or worker started, nothing
 // created in the state directory. The lock form needs no token locally.

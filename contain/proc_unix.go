@@ -184,18 +184,25 @@ const imageFdMin = 32
 // startHelper re-executes this binary (exe: selfExe or helperImage) as a helper
 // with the given descriptors as fds 0..n and its own process group.
 func startHelper(exe, arg string, files []*os.File, setsid bool) (int, error) {
+	return startProcess(exe, []string{"octostore-supervisor", arg}, helperEnv(), files, setsid)
+}
+
+// helperEnv is the whole environment of a helper.
+func helperEnv() []string {
+	return []string{"GOTRACEBACK=single", "GOMAXPROCS=" + strconv.Itoa(ownProcs)}
+}
+
+// startProcess starts one of our own processes (a helper, the embedded hold's
+// root) in a session or process group of its own.
+func startProcess(exe string, argv, env []string, files []*os.File, setsid bool) (int, error) {
 	fds := make([]uintptr, len(files))
 	for i, f := range files {
 		fds[i] = f.Fd()
 	}
-	attr := &syscall.ProcAttr{
-		Env:   []string{"GOTRACEBACK=single", "GOMAXPROCS=" + strconv.Itoa(ownProcs)},
-		Files: fds,
-		Sys:   &syscall.SysProcAttr{Setsid: setsid, Setpgid: !setsid},
-	}
-	pid, _, err := syscall.StartProcess(exe, []string{"octostore-supervisor", arg}, attr)
+	attr := &syscall.ProcAttr{Env: env, Files: fds, Sys: &syscall.SysProcAttr{Setsid: setsid, Setpgid: !setsid}}
+	pid, _, err := syscall.StartProcess(exe, argv, attr)
 	if err != nil {
-		return 0, fmt.Errorf("start %s: %w", arg, err)
+		return 0, fmt.Errorf("start %s: %w", argv[1], err)
 	}
 	return pid, nil
 }

@@ -48,9 +48,6 @@ func ShimMain() int {
 			prog = m
 			if !m.Gated { // the hold starts at once; the worker waits for opStart
 				pid, err := startProgram(program{argv: prog.Argv, env: prog.Env, noNewPrivs: prog.NoNewPrivs, iso: prog.Isolation, leaf: prog.Leaf, join: prog.Join})
-				if prog.HoldImageFd != 0 {
-					unix.Close(prog.HoldImageFd) // the hold runs from it now
-				}
 				reply := msg{Op: opReady, Reply: true, Pid: pid}
 				if err != nil {
 					reply.Err = err.Error()

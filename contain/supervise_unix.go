@@ -322,6 +322,7 @@ func launchGuardian(init msg, holdIn, events, workerOut *os.File, keep []*os.Fil
 	l.mu.Lock() // registered before the reaper can see it exit
 	files := []*os.File{holdIn, devnull, os.Stderr, theirs, events, workerOut}
 	files = append(files, keep...) // fdInterlock onwards
+	init.EmbeddedHold = embeddedHold
 	if img.full != nil && embeddedHold {
 		init.HoldImageFd = len(files)
 		files = append(files, img.full)

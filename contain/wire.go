@@ -41,10 +41,12 @@ type msg struct {
 	// memory (run --json prints them); supervise leaves the reads off its
 	// teardown
 	Stats bool `json:"stats,omitempty"`
-	// init: the descriptor of the supervisor's binary, where the embedded hold
-	// is, when the helpers run the lean helper image: the guardian's, passed on
-	// to the hold's shim as its own (withHoldImage), which starts the hold
-	// through it
+	// init: Argv is this binary's embedded hold, which roots its own group
+	// (HoldRootMain) instead of running under a shim
+	EmbeddedHold bool `json:"embedded_hold,omitempty"`
+	// init: the guardian's descriptor of the supervisor's binary, where the
+	// embedded hold is, when the helpers run the lean helper image; the
+	// guardian starts the hold's root through it (spawnHoldRoot)
 	HoldImageFd int `json:"hold_image_fd,omitempty"`
 
 	Pid    int     `json:"pid,omitempty"`

@@ -38,7 +38,11 @@ func main() {
 		os.Exit(code)
 	}
 	// The embedded hold: the octostore client, run as the supervisor's hold
-	// process (see embeddedHold).
+	// process (see embeddedHold). On unix the guardian starts it as the root
+	// of its own group (holdRoot); HoldArg runs it plainly.
+	if code, ok := holdRoot(os.Args); ok {
+		os.Exit(code)
+	}
 	if len(os.Args) > 1 && os.Args[1] == HoldArg {
 		// Before anything else: its event channel and token are the
 		// supervisor's, not the worker's to take. (Started by a non-root

@@ -1,0 +1,23 @@
+//go:build unix
+
+package main
+
+import (
+	"io"
+	"os"
+
+	"github.com/octostore-supervisor/supervisor/contain"
+	"github.com/octostore-supervisor/supervisor/internal/holdcli"
+)
+
+// holdRoot runs the embedded hold as the root of its own group when args
+// (os.Args) ask for it: the guardian starts it so (contain.HoldRootMain).
+func holdRoot(args []string) (int, bool) {
+	if len(args) < 2 || args[1] != contain.HoldRootArg {
+		return 0, false
+	}
+	return contain.HoldRootMain(func(stdin io.Reader, stdout, stderr io.Writer) int {
+		hold := append([]string{"octostore"}, args[2:]...)
+		return holdcli.Main(version, hold, os.LookupEnv, holdcli.Streams{Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	}), true
+}
