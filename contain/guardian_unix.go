@@ -213,9 +213,10 @@ func (g *guardian) spawnRoot(root groupRoot, in, out, errf *os.File, init msg) (
 	}
 	defer devnull.Close()
 	files := []*os.File{in, devnull, os.Stderr, theirs, out, errf}
-	if g.cg != nil {
+	if g.cg != nil && !root.inproc {
 		// The shim stays outside the leaf (it must outlive cgroup.kill to reap);
-		// it gets the leaf as fd 6 and starts its program inside it.
+		// it gets the leaf as fd 6 and starts its program inside it. (A root
+		// that is its program starts nothing: its leaf stays empty.)
 		l := g.cg.leaves[name]
 		lf, err := l.open()
 		if err != nil {

@@ -43,8 +43,8 @@ type Hold func(stdin io.Reader, stdout, stderr io.Writer) int
 //     a run nobody contains any more.
 //
 // Descriptors are the shim's: 0 the hold's stdin, 3 the guardian's socket, 4
-// the event pipe (made the hold's stdout), 5 its stderr (also 2); 6, under
-// the cgroup backend, the group's leaf, which stays empty.
+// the event channel (made the hold's stdout, fd 1), 5 its stderr (also fd 2,
+// and closed); no cgroup leaf, since it starts nothing.
 func HoldRootMain(hold Hold) int {
 	// Before anything else, as for the hold in a process of its own: its event
 	// channel and token are the supervisor's, not the worker's to take.
@@ -58,7 +58,8 @@ func HoldRootMain(hold Hold) int {
 	// supervisor contains like any other.
 	// The event pipe becomes fd 1, the hold's stdout as in a process of its
 	// own (a write to it once the supervisor is gone is a SIGPIPE, as it was).
-	if err := errors.Join(unix.Dup3(fdOut, 1, 0), unix.Close(fdOut), adoptInherited(0)); err != nil {
+	// Its stderr is also fd 2, which is all the hold writes to.
+	if err := errors.Join(unix.Dup3(fdOut, 1, 0), unix.Close(fdOut), unix.Close(fdErr), adoptInherited(0)); err != nil {
 		fmt.Fprintf(os.Stderr, "octostore-supervisor embedded hold: %v\n", err)
 		return ExitSoftware
 	}
