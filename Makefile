@@ -19,8 +19,12 @@ all: build
 # start from (cmd/octostore-helper, appended by internal/tools/bundle; see
 # internal/helperimage): one file to install, helpers without the authorities'
 # code.
+# The supervisor is removed first: go build leaves a target alone when its
+# build ID is current, and the image appended to it last time would then make
+# the bundle step fail (a second `make build` or `make demo` did).
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/.octostore-helper ./cmd/octostore-helper
+	rm -f $(BIN)/octostore-supervisor
 	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags '$(LDFLAGS)' -o $(BIN)/octostore-supervisor ./cmd/octostore-supervisor
 	$(GO) run ./internal/tools/bundle $(BIN)/octostore-supervisor $(BIN)/.octostore-helper
 	rm -f $(BIN)/.octostore-helper
