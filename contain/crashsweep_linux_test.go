@@ -269,11 +269,44 @@ func (c *crashRun) anchored() (time.Time, error) {
 
 // waitAllThreadsStopped waits until every thread of pid is stopped (or dead);
 // it returns an error instead of failing the test, for the crash goroutines.
+// The SIGSTOP is sent again while any thread still runs: a stop that lands
+// while the supervisor execs its lean image (SuperviseLean, in its first
+// milliseconds) is lost, as the kernel's exec drops a pending group stop when
+// it kills the other threads (zap_other_threads), and the process runs on.
+// (CI once killed a supervisor 26 ms after its start and waited 15 s for a
+// stop that never came.)
 func waitAllThreadsStopped(pid int, limit time.Duration) error {
-	if !proctest.Until(limit, func() bool { return proctest.AllThreadsStopped(pid) }) {
-		return fmt.Errorf("supervisor %d not stopped after %v", pid, limit)
+	stopped := proctest.Until(limit, func() bool {
+		if proctest.AllThreadsStopped(pid) {
+			return true
+		}
+		_ = syscall.Kill(pid, syscall.SIGSTOP) // our unreaped child: the pid is its
+		return false
+	})
+	if !stopped {
+		return fmt.Errorf("supervisor %d not stopped after %v; its threads: %s", pid, limit, threadStates(pid))
 	}
 	return nil
+}
+
+// threadStates says what each thread of pid is doing: state, and the kernel
+// function it waits in.
+func threadStates(pid int) string {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, task := range tasks {
+		tid, _ := strconv.Atoi(task.Name())
+		state := "?"
+		if p, err := proctest.Stat(tid); err == nil {
+			state = string(p.State)
+		}
+		wchan, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/wchan", pid, tid))
+		out = append(out, fmt.Sprintf("%d %s %s", tid, state, wchan))
+	}
+	return strings.Join(out, ", ")
 }
 
 func fileExists(path string) bool {
