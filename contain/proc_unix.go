@@ -184,12 +184,12 @@ const imageFdMin = 32
 // startHelper re-executes this binary (exe: selfExe or helperImage) as a helper
 // with the given descriptors as fds 0..n and its own process group.
 func startHelper(exe, arg string, files []*os.File, setsid bool) (int, error) {
-	return startProcess(exe, []string{"octostore-supervisor", arg}, helperEnv(), files, setsid)
+	return startProcess(exe, []string{"octostore-supervisor", arg}, helperEnv(ownProcs), files, setsid)
 }
 
-// helperEnv is the whole environment of a helper.
-func helperEnv() []string {
-	return []string{"GOTRACEBACK=single", "GOMAXPROCS=" + strconv.Itoa(ownProcs)}
+// helperEnv is the whole environment of a helper that runs with procs Ps.
+func helperEnv(procs int) []string {
+	return []string{"GOTRACEBACK=single", "GOMAXPROCS=" + strconv.Itoa(procs)}
 }
 
 // startProcess starts one of our own processes (a helper, the embedded hold's
