@@ -59,7 +59,7 @@ func HoldRootMain(hold Hold) int {
 	// The event pipe becomes fd 1, the hold's stdout as in a process of its
 	// own (a write to it once the supervisor is gone is a SIGPIPE, as it was).
 	// Its stderr is also fd 2, which is all the hold writes to.
-	if err := errors.Join(unix.Dup3(fdOut, 1, 0), unix.Close(fdOut), unix.Close(fdErr), adoptInherited(0)); err != nil {
+	if err := errors.Join(unix.Dup2(fdOut, 1), unix.Close(fdOut), unix.Close(fdErr), adoptInherited(0)); err != nil {
 		fmt.Fprintf(os.Stderr, "octostore-supervisor embedded hold: %v\n", err)
 		return ExitSoftware
 	}
