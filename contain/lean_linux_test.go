@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/octostore-supervisor/supervisor/internal/procid"
 	"github.com/octostore-supervisor/supervisor/internal/survivor"
@@ -18,9 +19,13 @@ import (
 func TestHandedDirKeepsTheSurvivorRecord(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
 	require.NoError(t, os.MkdirAll(filepath.Join(state, "supervised"), 0o700))
-	d, err := os.Open(state)
+	// A raw descriptor, as the handover leaves one: openHandedDir owns it. One
+	// from os.Open would have a second owner, whose finalizer closed the
+	// number again after dir.Close, under whatever reused it (CI once: the
+	// TempDir cleanup's unlinkat, EBADF).
+	fd, err := unix.Open(state, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	require.NoError(t, err)
-	dir, err := openHandedDir(int(d.Fd()), state)
+	dir, err := openHandedDir(fd, state)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, dir.Close()) })
 
