@@ -186,7 +186,9 @@ func (g *guardian) spawnHoldRoot(events *os.File, argv, env []string, image *os.
 		// opened, whatever its path names meanwhile.
 		exe = "/proc/self/fd/" + strconv.Itoa(int(image.Fd()))
 	}
-	// Ours come first: the first of two equal names is the one Go reads.
+	// argv is the supervisor's [binary, HoldArg, hold arguments...]; the root
+	// takes HoldRootArg in HoldArg's place. Our environment comes first: the
+	// first of two equal names is the one Go reads.
 	root := groupRoot{name: groupHold, exe: exe, argv: append([]string{argv[0], HoldRootArg}, argv[2:]...),
 		env: append(helperEnv(holdRootProcs), env...), inproc: true}
 	return g.spawnRoot(root, os.Stdin, events, os.Stderr, msg{Op: opInit})
@@ -330,9 +332,8 @@ func (g *guardian) deathOf(grp *shimGroup) msg {
 	case <-time.After(time.Second):
 		return msg{Op: opExited, Code: -1}
 	}
-	g.mu.Lock()
+	// The reaper wrote status before it closed gone.
 	code, sig := exitCodeOf(grp.status)
-	g.mu.Unlock()
 	return msg{Op: opExited, Code: code, Signal: sig}
 }
 

@@ -116,6 +116,6 @@ func (h holdRoot) serve(done <-chan int) int {
 // shim sent it to a hold of its own process.
 func (holdRoot) release() {
 	if err := unix.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-		fmt.Fprintf(os.Stderr, "octostore-supervisor embedded hold: %v\n", errors.Join(errors.New("release"), err))
+		fmt.Fprintf(os.Stderr, "octostore-supervisor embedded hold: release: %v\n", err)
 	}
 }
