@@ -226,9 +226,7 @@ func (r *electionRun) retry(f *Failure, cr campaignResponse, attempt uint32) (co
 		r.em.Emit(events.Error, Fields{Reason: f.Code})
 		return f.ExitCode(), true, nil
 	}
-	ms := uint64(delay / time.Millisecond)
-	r.em.Emit(events.Waiting, Fields{RetryAfter: &ms, Reason: reason})
-	d, err := within(r.h.Clock, delay)
+	d, err := AnnounceRetry(r.em, r.h.Clock, delay, reason)
 	if err != nil {
 		return 0, true, err
 	}

@@ -124,11 +124,6 @@ func (r *lockRun) request(method, path string, body []byte, accepted ...int) req
 	return request{Method: method, Path: path, Body: body, Bearer: r.h.Token, Accepted: accepted}
 }
 
-func (r *lockRun) waiting(delay time.Duration, reason string) {
-	ms := uint64(delay / time.Millisecond)
-	r.em.Emit(events.Waiting, Fields{RetryAfter: &ms, Reason: reason})
-}
-
 // Terminal helpers that DELETE the session at the right moment
 // (docs/protocol.md "Lock hold" session cleanup): before an acquire-timeout
 // error, after loss events.
@@ -261,8 +256,7 @@ func (r *lockRun) createSession() (code int, done bool, err error) {
 			return ExitSoftware, true, nil
 		}
 		delay := waitDelay(f, attempt, r.h.Jitter())
-		r.waiting(delay, f.Code)
-		d, err := within(clock, delay)
+		d, err := AnnounceRetry(r.em, r.h.Clock, delay, f.Code)
 		if err != nil {
 			return 0, true, err
 		}
@@ -356,8 +350,7 @@ func (r *lockRun) keepaliveBeforeAcquire(attempt *uint32) (int, bool, error) {
 	r.diagf(f)
 	delay := waitDelay(f, *attempt, r.h.Jitter())
 	*attempt++
-	r.waiting(delay, f.Code)
-	d, err := within(r.h.Clock, delay)
+	d, err := AnnounceRetry(r.em, r.h.Clock, delay, f.Code)
 	if err != nil {
 		return 0, true, err
 	}
@@ -437,8 +430,7 @@ func (r *lockRun) acquireRetry(f *Failure, ar acquireResponse, attempt *uint32) 
 		return f.ExitCode(), true, nil, nil
 	}
 	*attempt++
-	r.waiting(delay, reason)
-	d, err := within(r.h.Clock, delay)
+	d, err := AnnounceRetry(r.em, r.h.Clock, delay, reason)
 	if err != nil {
 		return 0, true, nil, err
 	}

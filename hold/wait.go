@@ -5,6 +5,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/octostore-supervisor/supervisor/events"
 )
 
 // Outcome says what ended a wait.
@@ -76,6 +78,21 @@ func (w *Waiter) sleepFor(d time.Duration, watch bool) (Outcome, error) {
 		return DeadlineReached, err
 	}
 	return w.Sleep(dl, watch)
+}
+
+// AnnounceRetry fixes the retry's deadline, delay from now, and only then
+// reports it in a waiting event (retry_after_ms). The deadline comes first
+// because the write can block (a slow reader of stdout) and must not push the
+// retry past what the line announced, and because whoever acts on the line (a
+// test moving a manual clock) must find the deadline already fixed.
+func AnnounceRetry(em *Emitter, c Clock, delay time.Duration, reason string) (Deadline, error) {
+	d, err := within(c, delay)
+	if err != nil {
+		return Deadline{}, err
+	}
+	ms := uint64(delay / time.Millisecond)
+	em.Emit(events.Waiting, Fields{RetryAfter: &ms, Reason: reason})
+	return d, nil
 }
 
 // within is the deadline d (negative counts as zero) after now on both of

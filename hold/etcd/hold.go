@@ -192,22 +192,16 @@ func (r *run) transient(cause error) (phase, int, error) {
 	r.diag("etcd %s: %v", r.a.Server(), cause)
 	delay := hold.BackoffWaitDelay(r.attempt, r.spec.Jitter())
 	r.attempt++
-	ms := uint64(delay / time.Millisecond)
-	r.em.Emit(events.Waiting, hold.Fields{RetryAfter: &ms, Reason: hold.CodeTransportError})
-	return r.pause(delay)
+	d, err := hold.AnnounceRetry(r.em, r.spec.Clock, delay, hold.CodeTransportError)
+	if err != nil {
+		return phaseExit, 0, err
+	}
+	return r.pause(d)
 }
 
-// pause waits delay (bounded by the acquisition deadline) before the next
+// pause waits until d (bounded by the acquisition deadline) before the next
 // step; a signal ends the run.
-func (r *run) pause(delay time.Duration) (phase, int, error) {
-	now, err := hold.Now(r.spec.Clock)
-	if err != nil {
-		return phaseExit, 0, err
-	}
-	d, err := now.After(delay)
-	if err != nil {
-		return phaseExit, 0, err
-	}
+func (r *run) pause(d hold.Deadline) (phase, int, error) {
 	if r.acq != nil {
 		d = d.Min(*r.acq)
 	}
