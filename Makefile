@@ -16,18 +16,21 @@ CROSS   := linux/amd64 linux/arm64 darwin/arm64 darwin/amd64 windows/amd64
 all: build
 
 # The supervisor's binary carries the lean helper image its guardian and shims
-# start from (cmd/octostore-helper, appended by internal/tools/bundle; see
+# start from (cmd/octostore-helper), and before it the image the embedded hold
+# starts from unless its authority is etcd (cmd/octostore-hold, the hold
+# client without the etcd client), both appended by internal/tools/bundle (see
 # internal/helperimage): one file to install, helpers without the authorities'
-# code.
+# code, a hold without the etcd client's.
 # The supervisor is removed first: go build leaves a target alone when its
 # build ID is current, and the image appended to it last time would then make
 # the bundle step fail (a second `make build` or `make demo` did).
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/.octostore-helper ./cmd/octostore-helper
+	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS),octostore_noetcd -ldflags '$(LDFLAGS)' -o $(BIN)/.octostore-hold ./cmd/octostore-hold
 	rm -f $(BIN)/octostore-supervisor
 	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags '$(LDFLAGS)' -o $(BIN)/octostore-supervisor ./cmd/octostore-supervisor
-	$(GO) run ./internal/tools/bundle $(BIN)/octostore-supervisor $(BIN)/.octostore-helper
-	rm -f $(BIN)/.octostore-helper
+	$(GO) run ./internal/tools/bundle $(BIN)/octostore-supervisor $(BIN)/.octostore-hold $(BIN)/.octostore-helper
+	rm -f $(BIN)/.octostore-helper $(BIN)/.octostore-hold
 	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags '$(LDFLAGS)' -o $(BIN)/octostore ./cmd/octostore
 
 # funclen lists functions over 80 lines in non-test code; one under a
@@ -95,6 +98,7 @@ cross:
 		GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null ./...; \
 		GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -o /dev/null ./...; \
 		GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) build -trimpath -tags octostore_testhooks -o /dev/null ./...; \
+		GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS),octostore_noetcd -o /dev/null ./cmd/octostore-hold; \
 		GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) vet ./...; \
 	done
 

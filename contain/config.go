@@ -49,6 +49,12 @@ type Config struct {
 	// non-dumpable from its first instruction, and it gets the bearer token on
 	// its stdin instead of in its environment.
 	EmbeddedHold bool
+	// LightHold says the embedded hold's authority needs no etcd client (it
+	// is not etcd): a root supervisor then starts it from the hold image
+	// bundled with this binary (cmd/octostore-hold), which links none, rather
+	// than from this binary, whose etcd client (grpc, protobuf) is most of a
+	// hold's memory.
+	LightHold bool
 
 	Grace         time.Duration // TERM -> KILL grace, also part of every deadline's reserve
 	SilenceCap    time.Duration // locks only: a deadline is never armed further out than this
@@ -88,10 +94,11 @@ type Config struct {
 	// bounds the hold's acquisition; 0 waits until a signal.
 	AcquireTimeout time.Duration
 
-	// whole is set when this process continues the run in the lean helper
-	// image (SuperviseLean): the supervisor's own binary, which the embedded
-	// hold is. nil when this process is that binary.
-	whole *os.File
+	// holdImage is set when this process continues the run in the lean
+	// helper image (SuperviseLean): what the embedded hold starts from (the
+	// supervisor's own binary, or the hold image). nil when this process is
+	// that binary.
+	holdImage *os.File
 
 	// Pause, when set, is called at named points of the lifecycle. Only a binary
 	// built with the octostore_testhooks tag sets it, to freeze the supervisor at

@@ -75,6 +75,7 @@ func Doctor() Diagnosis {
 	d.add("user namespaces", userns != "" && userns != "0" && !restricted, userNSState()+" (--private-pids needs them when the supervisor is not root)")
 	d.addIsolation()
 	d.helperImage()
+	d.holdImage()
 
 	b, err := ResolveBackend(BackendRequest{Containment: "auto"})
 	if err != nil {
@@ -101,7 +102,33 @@ func (d *Diagnosis) helperImage() {
 	case f == nil:
 		d.add(name, false, "this binary carries none (built without `make build`): the supervisor, guardian and shims run the whole binary, at about twice the start-up time and memory each")
 	default:
-		d.add(name, true, "the supervisor continues in, and guardian and shims start from, "+f.Name()+", the containment code without the authorities' clients (the embedded hold runs this binary)")
+		d.add(name, true, "the supervisor continues in, and guardian and shims start from, "+f.Name()+", the containment code without the authorities' clients")
+		f.Close()
+	}
+}
+
+// holdImage says what a run's embedded hold starts from (embeddedHoldImage);
+// as root it writes the image's copy if there is none yet, as a run would.
+func (d *Diagnosis) holdImage() {
+	const name = "hold image"
+	if os.Geteuid() != 0 {
+		d.add(name, false, "not used by a non-root supervisor: its embedded hold starts from the sealed memfd copy of this whole binary its helpers start from")
+		return
+	}
+	self, err := os.Open("/proc/self/exe")
+	if err != nil {
+		d.add(name, false, fmt.Sprintf("open this program: %v", err))
+		return
+	}
+	defer self.Close()
+	f, err := holdImageFrom(self, HelperCacheDir)
+	switch {
+	case err != nil:
+		d.add(name, false, err.Error()+"; the embedded hold starts from this whole binary meanwhile")
+	case f == nil:
+		d.add(name, false, "this binary carries none (built without `make build`): the embedded hold runs this whole binary, with the etcd client's memory")
+	default:
+		d.add(name, true, "the embedded hold starts from "+f.Name()+", the hold client without the etcd client (an etcd hold starts from this binary)")
 		f.Close()
 	}
 }

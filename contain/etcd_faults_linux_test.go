@@ -587,6 +587,9 @@ func watchDelete(t *testing.T, f *faultScene, i int) func(*testing.T) time.Durat
 func stopHold(t *testing.T, f *faultScene) outcome {
 	h, err := holdOf(f.a.cmd.Process.Pid)
 	require.NoError(t, err)
+	sup, err := filepath.EvalSymlinks(bins.sup)
+	require.NoError(t, err)
+	require.Equal(t, sup, exeOf(t, h.Pid), "an etcd hold runs from the supervisor's binary: the hold image has no etcd client")
 	// Whatever happens, a frozen hold must not outlive the case stopped.
 	t.Cleanup(func() { _ = proctest.Signal(h, syscall.SIGCONT) })
 	require.NoError(t, proctest.Signal(h, syscall.SIGSTOP))

@@ -20,10 +20,11 @@ func selfExe() (string, error) { return "/proc/self/exe", nil }
 // init; release frees it once the guardian runs.
 //
 // As root it is the lean helper image bundled with this binary (leanHelper),
-// and full is this binary, which the guardian starts the embedded hold from
-// (this binary's HoldRootArg, spawnHoldRoot). Without a
-// bundled image, or where its copy cannot be had (said on diag), it is this
-// binary, as it is for everyone else:
+// and hold is what the guardian starts the embedded hold from (its
+// HoldRootArg, spawnHoldRoot): the bundled hold image when hold.light, else
+// this binary (embeddedHoldImage). Without a bundled image, or where its copy
+// cannot be had (said on diag), it is this binary, as it is for everyone
+// else:
 //
 // Every process is dumpable from its execve until its first
 // prctl(PR_SET_DUMPABLE, 0), and in that window a same-user process (a worker)
@@ -40,19 +41,19 @@ func selfExe() (string, error) { return "/proc/self/exe", nil }
 // the embedded hold would need a second memfd, a copy of this whole binary per
 // run that no process's PSS shows.)
 //
-// whole is set when this process is the supervisor continued in the lean
-// image (SuperviseLean): it is that image already, and whole is the binary it
-// was continued from, for the embedded hold.
-func helperImage(diag io.Writer, whole *os.File) (img helperImages, err error) {
-	if whole != nil {
-		return helperImages{guardian: "/proc/self/exe", full: whole, release: func() { whole.Close() }}, nil
+// hold.image is set when this process is the supervisor continued in the
+// lean image (SuperviseLean): it is that image already, and hold.image is what
+// the embedded hold starts from, chosen before the exec (handOver).
+func helperImage(diag io.Writer, hold holdStart) (img helperImages, err error) {
+	if hold.image != nil {
+		return helperImages{guardian: "/proc/self/exe", hold: hold.image, release: func() { hold.image.Close() }}, nil
 	}
 	self, err := os.Open("/proc/self/exe")
 	if err != nil {
 		return img, fmt.Errorf("open this program: %w", err)
 	}
 	if os.Geteuid() == 0 {
-		return rootImages(self, diag)
+		return rootImages(self, hold.light, diag)
 	}
 	defer self.Close()
 	fd, err := unix.MemfdCreate("octostore-supervisor", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
@@ -71,11 +72,11 @@ func helperImage(diag io.Writer, whole *os.File) (img helperImages, err error) {
 	return img, err
 }
 
-// rootImages: the lean helper for the guardian where there is one, and self
-// (this binary, opened before anything else, so the embedded hold runs this
-// very binary even if the file is replaced meanwhile) for the hold. It takes
-// self over: kept as full, or closed.
-func rootImages(self *os.File, diag io.Writer) (helperImages, error) {
+// rootImages: the lean helper for the guardian where there is one, and for
+// the hold its image or self (this binary, opened before anything else, so
+// the embedded hold runs this very binary even if the file is replaced
+// meanwhile): embeddedHoldImage. It takes self over: kept as hold, or closed.
+func rootImages(self *os.File, light bool, diag io.Writer) (helperImages, error) {
 	whole := helperImages{guardian: "/proc/self/exe", release: func() {}}
 	lean, err := leanFrom(self, HelperCacheDir)
 	if err != nil {
@@ -91,7 +92,8 @@ func rootImages(self *os.File, diag io.Writer) (helperImages, error) {
 		self.Close()
 		return whole, err
 	}
-	return helperImages{guardian: path, full: self, release: func() { release(); self.Close() }}, nil
+	hold := embeddedHoldImage(self, light, diag)
+	return helperImages{guardian: path, hold: hold, release: func() { release(); hold.Close() }}, nil
 }
 
 // fillImage copies our binary into img, makes it execute-only and seals it,

@@ -127,7 +127,7 @@ func (g *guardian) startGroups(init msg) error {
 		// embedded hold is there, not in ours.
 		var image *os.File
 		if init.HoldImageFd != 0 {
-			image = os.NewFile(uintptr(init.HoldImageFd), "supervisor-image")
+			image = os.NewFile(uintptr(init.HoldImageFd), "embedded-hold-image")
 			defer image.Close()
 		}
 		var hold *shimGroup
@@ -177,8 +177,9 @@ func (g *guardian) spawnShim(name string, in, out, errf *os.File, init msg) (*sh
 }
 
 // spawnHoldRoot starts the embedded hold as the root of the hold group
-// (HoldRootMain): the supervisor's binary (image, or argv[0] where the
-// helpers run that binary too) with the hold's arguments and environment.
+// (HoldRootMain): image (the hold image, or the supervisor's binary for an
+// etcd hold: helperImage), or argv[0] where the helpers run the supervisor's
+// binary too, with the hold's arguments and environment.
 func (g *guardian) spawnHoldRoot(events *os.File, argv, env []string, image *os.File) (*shimGroup, error) {
 	exe := argv[0]
 	if image != nil {

@@ -33,7 +33,8 @@ func TestMain(m *testing.M) {
 	dir, err := proctest.BuildShared("..", []proctest.Program{
 		{Name: "octostore", Pkg: "./cmd/octostore", Tags: "urfave_cli_no_docs"},
 		{Name: "authority", Pkg: "./testbin/authority"},
-		{Name: "octostore-supervisor", Pkg: "./cmd/octostore-supervisor", Tags: "octostore_testhooks,urfave_cli_no_docs", Helper: "./cmd/octostore-helper"}, // as make build
+		{Name: "octostore-supervisor", Pkg: "./cmd/octostore-supervisor", Tags: "octostore_testhooks,urfave_cli_no_docs", Images: []proctest.Image{ // as make build
+			{Pkg: "./cmd/octostore-hold", Tags: "octostore_noetcd,urfave_cli_no_docs"}, {Pkg: "./cmd/octostore-helper"}}},
 		{Name: "fakehold", Pkg: "./testbin/fakehold"},
 		{Name: "escaper", Pkg: "./testbin/escaper"},
 		{Name: "attacker", Pkg: "./testbin/attacker"},

@@ -39,6 +39,37 @@ func leanHelper(dir string) (*os.File, error) {
 	return leanFrom(self, dir)
 }
 
+// embeddedHoldImage is what the embedded hold starts from, given self, this
+// binary, open, which it takes over: when light (the hold's authority needs
+// no etcd client), the copy in HelperCacheDir of the hold image bundled with
+// self, if there is one; else self. A copy that cannot be had is said on
+// diag, and the hold starts from self: the same hold, with the etcd client's
+// memory.
+func embeddedHoldImage(self *os.File, light bool, diag io.Writer) *os.File {
+	if !light {
+		return self
+	}
+	f, err := holdImageFrom(self, HelperCacheDir)
+	if err != nil {
+		fmt.Fprintf(diag, "octostore-supervisor: the embedded hold starts from this binary, not the bundled hold image: %v\n", err)
+	}
+	if f == nil {
+		return self
+	}
+	self.Close()
+	return f
+}
+
+// holdImageFrom opens the copy in dir of the hold image bundled with self,
+// writing the copy first if there is none; nil, nil: self carries none.
+func holdImageFrom(self *os.File, dir string) (*os.File, error) {
+	img, ok, err := helperimage.FindHold(self)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return cachedImage(self, img, dir)
+}
+
 // leanFrom is leanHelper with this binary already open as self.
 func leanFrom(self *os.File, dir string) (*os.File, error) {
 	img, ok, err := helperimage.FindFile(self)

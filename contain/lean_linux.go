@@ -73,7 +73,7 @@ func continueLean(diag io.Writer, h handover) {
 		return
 	}
 	defer lean.Close()
-	err = handOver(lean, h)
+	err = handOver(diag, lean, h)
 	// handOver returns only when execve failed, before the point of no
 	// return: this process is still this binary.
 	fmt.Fprintf(diag, "octostore-supervisor: the supervisor continues in this binary, not the lean helper image: %v\n", err)
@@ -89,8 +89,8 @@ type handover struct {
 	Interlock int        `json:"interlock"` // Config.Interlock
 	// InterlockPath is its name, which keys the host lock (hostGate.lock).
 	InterlockPath string `json:"interlock_path"`
-	Whole         int    `json:"whole"`     // this binary (Config.whole)
-	Survivors     *kept  `json:"survivors"` // Config.Survivors; nil when none
+	HoldImage     int    `json:"hold_image"` // the embedded hold's image (Config.holdImage)
+	Survivors     *kept  `json:"survivors"`  // Config.Survivors; nil when none
 }
 
 // kept is a survivor record's handover (survivor.Record.Handover).
@@ -103,18 +103,19 @@ type kept struct {
 
 // handOver writes h into a memfd and execs the lean image with it and the
 // descriptors it names inherited. It returns only on failure.
-func handOver(lean *os.File, h handover) error {
+func handOver(diag io.Writer, lean *os.File, h handover) error {
 	var inherit []*os.File
 	if h.Supervise != nil {
 		// This binary, opened now, so the embedded hold runs the very
-		// binary that was started even if the file is replaced meanwhile
-		// (rootImages).
-		whole, err := os.Open("/proc/self/exe")
+		// binary that was started (or the hold image bundled with it) even
+		// if the file is replaced meanwhile (rootImages).
+		self, err := os.Open("/proc/self/exe")
 		if err != nil {
 			return fmt.Errorf("open this program: %w", err)
 		}
-		defer whole.Close()
-		inherit = h.descriptors(whole)
+		holdImage := embeddedHoldImage(self, h.Supervise.LightHold, diag)
+		defer holdImage.Close()
+		inherit = h.descriptors(holdImage)
 	}
 	if comm, err := os.ReadFile("/proc/self/comm"); err == nil {
 		h.Comm = strings.TrimSpace(string(comm))
@@ -148,11 +149,12 @@ func closeOnExec(files []*os.File) {
 }
 
 // descriptors fills in what a supervised run hands over besides its
-// configuration (whole: this binary, open), and returns the files to inherit.
-func (h *handover) descriptors(whole *os.File) []*os.File {
+// configuration (holdImage: the embedded hold's image, open), and returns the
+// files to inherit.
+func (h *handover) descriptors(holdImage *os.File) []*os.File {
 	cfg := h.Supervise
-	inherit := []*os.File{whole}
-	h.Whole = int(whole.Fd())
+	inherit := []*os.File{holdImage}
+	h.HoldImage = int(holdImage.Fd())
 	if cfg.Interlock != nil {
 		h.Interlock, h.InterlockPath = int(cfg.Interlock.Fd()), cfg.Interlock.Name()
 		inherit = append(inherit, cfg.Interlock)
@@ -242,10 +244,10 @@ func (h handover) config() (Config, error) {
 	if h.Interlock != 0 {
 		cfg.Interlock = os.NewFile(uintptr(h.Interlock), h.InterlockPath)
 	}
-	if h.Whole == 0 {
-		return cfg, errors.New("the supervisor's binary was not handed over")
+	if h.HoldImage == 0 {
+		return cfg, errors.New("the embedded hold's image was not handed over")
 	}
-	cfg.whole = os.NewFile(uintptr(h.Whole), "octostore-supervisor")
+	cfg.holdImage = os.NewFile(uintptr(h.HoldImage), "embedded-hold-image")
 	if k := h.Survivors; k != nil {
 		dir, err := openHandedDir(k.Dir, k.DirPath)
 		if err != nil {

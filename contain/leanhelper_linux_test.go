@@ -1,6 +1,7 @@
 package contain_test
 
 import (
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,17 +12,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/octostore-supervisor/supervisor/contain"
+	"github.com/octostore-supervisor/supervisor/internal/helperimage"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
 // The suite's supervisor carries the lean helper image (as `make build`
 // makes it), so every run of the suite (as root, without a test hook) hands
 // itself over to that image once its command line is parsed, and starts its
-// guardian and shims from it. This says so, and that the embedded hold runs
-// from the supervisor's own binary (the lean image has no hold in it) as the
-// root of its own group, the guardian's child with no shim above it, and that
-// neither the supervisor nor any helper keeps that binary open once the hold
-// runs. ps still shows what was asked for.
+// guardian and shims from it. This says so, and that the embedded hold of the
+// local authority runs from the hold image bundled below it (the lean image
+// has no hold in it; the hold image has no etcd client: an etcd hold runs from
+// the supervisor's own binary, which the etcd fault matrix checks) as the root
+// of its own group, the guardian's child with no shim above it, and that
+// neither the supervisor nor any helper keeps the supervisor's binary open once
+// the hold runs. ps still shows what was asked for.
 func TestHelpersStartFromTheLeanImage(t *testing.T) {
 	t.Parallel()
 	require.Zero(t, os.Geteuid(), "root's supervisors start helpers from the lean image; run the contain tests as root (as CI does)")
@@ -55,7 +59,11 @@ func TestHelpersStartFromTheLeanImage(t *testing.T) {
 		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", supervisor))
 		require.NoError(t, err)
 		require.Equal(t, "octostore-super\n", string(comm), "the supervisor keeps its name across the handover")
-		require.Equal(t, sup, exeOf(t, hold.Pid), "the embedded hold runs the supervisor's binary")
+		_, holdImage := bundledImages(t)
+		require.Equal(t, holdImage, exeOf(t, hold.Pid), "the local authority's embedded hold runs the bundled hold image")
+		b, err := os.ReadFile(holdImage)
+		require.NoError(t, err)
+		require.NotContains(t, string(b), "go.etcd.io/etcd/client", "the hold image links no etcd client")
 		for _, pid := range []int{supervisor, guardian, hold.Pid} {
 			require.NotContains(t, openFiles(t, pid), sup, "%d keeps no descriptor of the supervisor's binary once the hold runs", pid)
 		}
@@ -123,8 +131,25 @@ func parentOf(t *testing.T, pid int) int {
 
 func requireLean(t *testing.T, pid int, what string) {
 	t.Helper()
-	exe := exeOf(t, pid)
-	require.Equal(t, contain.HelperCacheDir, filepath.Dir(exe), "the %s (%d) runs the lean helper image", what, pid)
+	lean, _ := bundledImages(t)
+	require.Equal(t, lean, exeOf(t, pid), "the %s (%d) runs the lean helper image", what, pid)
+}
+
+// bundledImages are the copies in contain.HelperCacheDir of the images the
+// suite's supervisor carries: the helpers' and the embedded hold's.
+func bundledImages(t *testing.T) (lean, hold string) {
+	t.Helper()
+	f, err := os.Open(bins.sup)
+	require.NoError(t, err)
+	defer f.Close()
+	helper, ok, err := helperimage.FindFile(f)
+	require.NoError(t, err)
+	require.True(t, ok, "the suite's supervisor carries its helper image")
+	holdImg, ok, err := helperimage.FindHold(f)
+	require.NoError(t, err)
+	require.True(t, ok, "the suite's supervisor carries the hold image")
+	return filepath.Join(contain.HelperCacheDir, hex.EncodeToString(helper.Sum[:])),
+		filepath.Join(contain.HelperCacheDir, hex.EncodeToString(holdImg.Sum[:]))
 }
 
 func exeOf(t *testing.T, pid int) string {

@@ -162,8 +162,15 @@ func socketpair() (*os.File, *os.File, error) {
 // helperImages are the executables a run's helpers start from (helperImage).
 type helperImages struct {
 	guardian string   // the guardian's, and through its /proc/self/exe the shims'
-	full     *os.File // this binary, for the embedded hold when guardian is the lean image; else nil
+	hold     *os.File // the embedded hold's, when guardian is the lean image; else nil
 	release  func()   // once the guardian runs
+}
+
+// holdStart is what launchGuardian needs to know of a run's embedded hold.
+type holdStart struct {
+	embedded bool     // Config.EmbeddedHold
+	light    bool     // Config.LightHold
+	image    *os.File // Config.holdImage: this process continues in the lean image
 }
 
 // highPath names img by a duplicate of its descriptor above imageFdMin. The

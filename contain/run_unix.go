@@ -38,7 +38,7 @@ func Run(ctx context.Context, cfg RunConfig) int {
 	e := runEnd{code: ExitSoftware, began: time.Now()}
 	l, name, err := launchGuardian(msg{WorkerArgv: cfg.Argv, WorkerEnv: cfg.Env, Ungated: true, Backend: &cfg.Backend,
 		Isolation: &cfg.Isolation, NoNewPrivs: cfg.NoNewPrivs,
-		GraceMs: cfg.Grace.Milliseconds(), ProofMs: cfg.ProofBound.Milliseconds(), Stats: true}, nil, nil, os.Stdout, nil, false, nil)
+		GraceMs: cfg.Grace.Milliseconds(), ProofMs: cfg.ProofBound.Milliseconds(), Stats: true}, nil, nil, os.Stdout, nil, holdStart{})
 	if err != nil {
 		say("%v", err)
 		if l == nil {

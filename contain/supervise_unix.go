@@ -100,7 +100,7 @@ func openHost(cfg Config, events, workerOut *os.File, keep []*os.File) (host, er
 	h.link, h.runName, err = launchGuardian(msg{Argv: argv, Env: env,
 		WorkerArgv: []string{cfg.Worker}, WorkerEnv: workerEnv(cfg.Env), Isolation: &cfg.Isolation,
 		Backend: &cfg.Backend, GraceMs: cfg.Grace.Milliseconds(), ProofMs: cfg.ProofBound.Milliseconds()},
-		holdIn, events, workerOut, keep, cfg.EmbeddedHold, cfg.whole)
+		holdIn, events, workerOut, keep, holdStart{embedded: cfg.EmbeddedHold, light: cfg.LightHold, image: cfg.holdImage})
 	if h.link == nil {
 		h.backstop.Close()
 		return nil, err
@@ -290,12 +290,11 @@ func sweepStale(b Backend, _ time.Duration, diag io.Writer) {
 
 // launchGuardian starts the guardian in its own session and hands it the run: the
 // hold's stdin (nil: /dev/null), the hold's event channel (write end), where the
-// worker's output goes, and init; with the embedded hold, also this binary,
-// which the hold is, when the guardian runs the lean helper image (whole:
-// that binary, when this process continues in the lean image itself). The
+// worker's output goes, and init; with the embedded hold, also the image it
+// starts from when the guardian runs the lean helper image (helperImage). The
 // returned link is live even on error when the guardian started, so the caller
 // can still contain whatever it began.
-func launchGuardian(init msg, holdIn, events, workerOut *os.File, keep []*os.File, embeddedHold bool, whole *os.File) (*link, string, error) {
+func launchGuardian(init msg, holdIn, events, workerOut *os.File, keep []*os.File, hold holdStart) (*link, string, error) {
 	mine, theirs, err := socketpair()
 	if err != nil {
 		return nil, "", err
@@ -312,7 +311,7 @@ func launchGuardian(init msg, holdIn, events, workerOut *os.File, keep []*os.Fil
 	if holdIn == nil {
 		holdIn = devnull
 	}
-	img, err := helperImage(os.Stderr, whole)
+	img, err := helperImage(os.Stderr, hold)
 	if err != nil {
 		return nil, "", fmt.Errorf("detached guardian could not be armed: %w", err)
 	}
@@ -322,10 +321,10 @@ func launchGuardian(init msg, holdIn, events, workerOut *os.File, keep []*os.Fil
 	l.mu.Lock() // registered before the reaper can see it exit
 	files := []*os.File{holdIn, devnull, os.Stderr, theirs, events, workerOut}
 	files = append(files, keep...) // fdInterlock onwards
-	init.EmbeddedHold = embeddedHold
-	if img.full != nil && embeddedHold {
+	init.EmbeddedHold = hold.embedded
+	if img.hold != nil && hold.embedded {
 		init.HoldImageFd = len(files)
-		files = append(files, img.full)
+		files = append(files, img.hold)
 	}
 	l.pid, err = startHelper(img.guardian, GuardianArg, files, true)
 	l.mu.Unlock()

@@ -48,7 +48,7 @@ func embeddedHold(c *cli.Context, kind, name, candidate string, env []string) (e
 	if err != nil {
 		return embedded{}, usageError{err.Error()}
 	}
-	e := embedded{argv: append([]string{self, HoldArg}, req.Args(name)...), acquireTimeout: req.AcquireTimeout}
+	e := embedded{argv: append([]string{self, HoldArg}, req.Args(name)...), acquireTimeout: req.AcquireTimeout, light: !req.Etcd}
 	if !req.Local {
 		// The normalised URL is the authority's identity (hostGuard).
 		e.authority = req.ServerURL
@@ -79,6 +79,8 @@ type embedded struct {
 	interlock *os.File
 	// acquireTimeout is --acquire-timeout (nil: wait until a signal).
 	acquireTimeout *time.Duration
+	// light: its authority needs no etcd client (Config.LightHold).
+	light bool
 }
 
 // hostGuard opens, in the user's private state directory, what keeps a second

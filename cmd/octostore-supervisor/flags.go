@@ -204,7 +204,7 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 		if e.acquireTimeout != nil {
 			cfg.AcquireTimeout = *e.acquireTimeout
 		}
-		cfg.EmbeddedHold = true
+		cfg.EmbeddedHold, cfg.LightHold = true, e.light
 	} else {
 		hold, err := resolveProgram("hold command", cfg.Hold[0])
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/octostore-supervisor/supervisor/hold"
 	"github.com/octostore-supervisor/supervisor/internal/cliorder"
 	"github.com/octostore-supervisor/supervisor/internal/holdcli"
+	"github.com/octostore-supervisor/supervisor/internal/holdroot"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
@@ -39,8 +40,8 @@ func main() {
 	}
 	// The embedded hold: the octostore client, run as the supervisor's hold
 	// process (see embeddedHold). On unix the guardian starts it as the root
-	// of its own group (holdRoot); HoldArg runs it plainly.
-	if code, ok := holdRoot(os.Args); ok {
+	// of its own group (holdroot.Main); HoldArg runs it plainly.
+	if code, ok := holdroot.Main(version, os.Args); ok {
 		os.Exit(code)
 	}
 	if len(os.Args) > 1 && os.Args[1] == HoldArg {

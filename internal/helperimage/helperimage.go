@@ -1,20 +1,24 @@
-// Package helperimage bundles the helper binary (cmd/octostore-helper) with the
-// supervisor's binary and finds it there again.
+// Package helperimage bundles the helper binary (cmd/octostore-helper) and the
+// embedded hold's image (cmd/octostore-hold) with the supervisor's binary and
+// finds them there again.
 //
 // The supervisor's guardian and shims need none of the authorities' code, but a
 // process pays at every start and in memory for every package its binary links
 // (the etcd client brings grpc and protobuf, whose initialisation is most of a
 // helper's start-up). So `make build` appends a binary that links only the
 // containment code to the supervisor's binary, and the supervisor starts its
-// helpers from that (contain, helper_linux.go). Appending keeps one file to
-// install and leaves the supervisor itself unchanged: ELF loaders map what the
-// program headers name and ignore what follows.
+// helpers from that (contain, helper_linux.go); before it, a build of the hold
+// client without the etcd client, which every embedded hold but an etcd one
+// runs from. Appending keeps one file to install and leaves the supervisor
+// itself unchanged: ELF loaders map what the program headers name and ignore
+// what follows.
 //
-// Invariants: a bundle is the helper's bytes, then their SHA-256, their length
-// (8 bytes, little endian) and a fixed magic line, in that order, at the very
-// end of the file. Find reports a bundle only when all of that is present and
-// the length fits in the file; it does not hash the helper (the sum names the
-// image, it is checked where the image is written out).
+// Invariants: an image is its bytes, then their SHA-256, their length (8
+// bytes, little endian) and a fixed magic line, in that order. The helpers'
+// image ends the file; the hold's, when there is one, ends where the helpers'
+// begins. Find reports an image only when all of that is present and the
+// length fits in what precedes it; it does not hash the image (the sum names
+// it, it is checked where the image is written out).
 package helperimage
 
 import (
@@ -31,7 +35,7 @@ const magic = "\nocto-helper/1\n"
 
 const trailerLen = int64(sha256.Size + 8 + len(magic))
 
-// Image is where a bundled helper sits in the supervisor's binary.
+// Image is where a bundled image sits in the supervisor's binary.
 type Image struct {
 	Offset int64
 	Size   int64
@@ -52,8 +56,8 @@ func Append(w io.Writer, helper []byte) error {
 	return nil
 }
 
-// Find looks for a bundled helper at the end of a binary of the given size;
-// false means there is none.
+// Find looks for a bundled image that ends at size: the helpers' when size
+// is the binary's; false means there is none.
 func Find(r io.ReaderAt, size int64) (Image, bool, error) {
 	if size < trailerLen {
 		return Image{}, false, nil
@@ -83,14 +87,11 @@ func FindFile(f *os.File) (Image, bool, error) {
 	return Find(f, st.Size())
 }
 
-// AppendFile appends the helper binary at helperPath to the supervisor's
-// binary at supPath. A binary that already carries a helper is refused:
-// helpers do not nest, and a second bundle would hide the first.
-func AppendFile(supPath, helperPath string) error {
-	helper, err := os.ReadFile(helperPath)
-	if err != nil {
-		return err
-	}
+// AppendFile appends the images at imagePaths, in that order, to the
+// supervisor's binary at supPath: the hold's image (if any), then the
+// helpers', which must come last. A binary that already carries an image is
+// refused: a second bundle would hide the first.
+func AppendFile(supPath string, imagePaths ...string) error {
 	sup, err := os.OpenFile(supPath, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
 		return err
@@ -99,8 +100,24 @@ func AppendFile(supPath, helperPath string) error {
 	if _, ok, err := FindFile(sup); err != nil || ok {
 		return fmt.Errorf("%s already carries a helper image (or a damaged one: %v); build it afresh", supPath, err)
 	}
-	if err := Append(sup, helper); err != nil {
-		return fmt.Errorf("append the helper to %s: %w", supPath, err)
+	for _, p := range imagePaths {
+		image, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := Append(sup, image); err != nil {
+			return fmt.Errorf("append %s to %s: %w", p, supPath, err)
+		}
 	}
 	return sup.Close()
+}
+
+// FindHold finds the embedded hold's image in f, below its helper image;
+// false means there is none (a binary bundled with the helpers alone).
+func FindHold(f *os.File) (Image, bool, error) {
+	helper, ok, err := FindFile(f)
+	if err != nil || !ok {
+		return Image{}, false, err
+	}
+	return Find(f, helper.Offset)
 }

@@ -59,3 +59,45 @@ func TestAppendFileRefusesASecondBundle(t *testing.T) {
 
 	require.ErrorContains(t, AppendFile(sup, helper), "already carries a helper image")
 }
+
+// The hold's image is found below the helpers'; a binary bundled with the
+// helpers alone has none, however its own bytes end.
+func TestFindHoldBelowTheHelpers(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o755))
+		return p
+	}
+	const supBytes = "\x7fELF the supervisor"
+	holdImg, helper := write("hold", "\x7fELF the hold"), write("helper", "\x7fELF the helper")
+	both, alone := write("both", supBytes), write("alone", supBytes)
+	require.NoError(t, AppendFile(both, holdImg, helper))
+	require.NoError(t, AppendFile(alone, helper))
+
+	read := func(f *os.File, img Image) string {
+		b := make([]byte, img.Size)
+		_, err := f.ReadAt(b, img.Offset)
+		require.NoError(t, err)
+		return string(b)
+	}
+	f, err := os.Open(both)
+	require.NoError(t, err)
+	defer f.Close()
+	img, ok, err := FindFile(f)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "\x7fELF the helper", read(f, img))
+	img, ok, err = FindHold(f)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "\x7fELF the hold", read(f, img))
+	require.Equal(t, int64(len(supBytes)), img.Offset)
+
+	g, err := os.Open(alone)
+	require.NoError(t, err)
+	defer g.Close()
+	_, ok, err = FindHold(g)
+	require.NoError(t, err)
+	require.False(t, ok)
+}

@@ -10,7 +10,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/octostore-supervisor/supervisor/hold"
-	"github.com/octostore-supervisor/supervisor/hold/etcd"
 	"github.com/octostore-supervisor/supervisor/hold/local"
 )
 
@@ -64,12 +63,9 @@ func resolveTarget(c *cli.Context, env hold.LookupEnv, kind hold.Kind, capabilit
 	case isEtcd(raw):
 		// etcd.Open parses and checks the URL and its files without dialing,
 		// so a wrong one exits 64 here, before anything starts.
-		a, err := etcd.Open(raw, env, c.Bool("allow-insecure-http"))
-		if err != nil {
+		if t.etcd, err = etcdServer(raw, env, c.Bool("allow-insecure-http")); err != nil {
 			return target{}, failed(err)
 		}
-		t.etcd = a.Server()
-		a.Close()
 	default:
 		if t.server, err = hold.ValidateServer(raw, capability, c.Bool("allow-insecure-http")); err != nil {
 			return target{}, usage(err.Error())
@@ -102,15 +98,9 @@ func (t target) open(c *cli.Context, env hold.LookupEnv, in io.Reader, stderr io
 		return openLocal(c, env, t.raw)
 	}
 	if t.etcd != "" {
-		a, err := etcd.Open(t.raw, env, c.Bool("allow-insecure-http"))
+		a, err := openEtcd(t.raw, env, c.Bool("allow-insecure-http"), stderr)
 		if err != nil {
 			return nil, failed(err)
-		}
-		// election create and status pass no writer: keep Open's
-		// os.Stderr (a nil Diag panics on the first diagnostic, e.g. the
-		// old-server warning).
-		if stderr != nil {
-			a.Diag = stderr
 		}
 		return a, nil
 	}

@@ -29,6 +29,9 @@ type HoldRequest struct {
 	// ServerURL is the normalised OctoStore or etcd URL ("" when Local):
 	// the authority's identity.
 	ServerURL string
+	// Etcd reports that an etcd cluster (package hold/etcd) was selected:
+	// its client is in no build tagged octostore_noetcd.
+	Etcd bool
 
 	target target
 	// args are the flags to give this client for the same request.
@@ -69,7 +72,7 @@ func HoldFlags(c *cli.Context, kind hold.Kind, candidate string, env hold.Lookup
 	}
 	r.Local, r.Server, r.ServerURL = r.target.local, r.target.raw, r.target.server.URL
 	if r.target.etcd != "" {
-		r.ServerURL = r.target.etcd
+		r.ServerURL, r.Etcd = r.target.etcd, true
 	}
 	r.args = append(r.args, r.target.args(c)...)
 	return r, nil

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -19,12 +20,16 @@ import (
 
 // Program is one helper program for BuildShared: the Go package Pkg (a path
 // relative to the module root, as `go build` takes it) built with Tags into
-// a binary called Name. Helper, if set, is the package of a helper binary to
-// append to it, as `make build` appends cmd/octostore-helper to the supervisor
-// (internal/helperimage).
+// a binary called Name. Images, if set, are binaries to append to it in that
+// order, as `make build` appends cmd/octostore-hold and cmd/octostore-helper to
+// the supervisor (internal/helperimage).
 type Program struct {
-	Name, Pkg, Tags, Helper string
+	Name, Pkg, Tags string
+	Images          []Image
 }
+
+// Image is a binary appended to a Program: the package Pkg built with Tags.
+type Image struct{ Pkg, Tags string }
 
 // sharedPrefix names the cache directories of BuildShared in the temporary
 // directory.
@@ -95,15 +100,19 @@ func build(root, dir string, p Program) error {
 	if err := goBuild(root, p.Tags, out, p.Pkg); err != nil {
 		return err
 	}
-	if p.Helper == "" {
+	var images []string
+	for i, img := range p.Images {
+		path := out + ".image" + strconv.Itoa(i)
+		defer os.Remove(path)
+		if err := goBuild(root, img.Tags, path, img.Pkg); err != nil {
+			return err
+		}
+		images = append(images, path)
+	}
+	if len(images) == 0 {
 		return nil
 	}
-	helper := out + ".helper"
-	defer os.Remove(helper)
-	if err := goBuild(root, "", helper, p.Helper); err != nil {
-		return err
-	}
-	return helperimage.AppendFile(out, helper)
+	return helperimage.AppendFile(out, images...)
 }
 
 func goBuild(root, tags, out, pkg string) error {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package holdroot
 
 import (
 	"io"
@@ -10,9 +10,9 @@ import (
 	"github.com/octostore-supervisor/supervisor/internal/holdcli"
 )
 
-// holdRoot runs the embedded hold as the root of its own group when args
-// (os.Args) ask for it: the guardian starts it so (contain.HoldRootMain).
-func holdRoot(args []string) (int, bool) {
+// Main runs the embedded hold as the root of its group when args (os.Args)
+// ask for it; version is the binary's, as the hold client reports it.
+func Main(version string, args []string) (int, bool) {
 	if len(args) < 2 || args[1] != contain.HoldRootArg {
 		return 0, false
 	}
