@@ -3,6 +3,7 @@ module github.com/octostore-supervisor/supervisor
 go 1.26.8
 
 require (
+	github.com/go-json-experiment/json v1.27.2
 	github.com/shirou/gopsutil/v4 v4.26.10
 	github.com/stretchr/testify v1.12.1
 	github.com/urfave/cli/v2 v2.27.7

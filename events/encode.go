@@ -1,9 +1,9 @@
 package events
 
 import (
-	"bytes"
-	"encoding/json"
 	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // source marks the supervisor's own lines; the worker shares stdout, so
@@ -104,61 +104,25 @@ func (l Line) Encode() []byte {
 		w.raw(`}`)
 	}
 	w.raw("}\n")
-	return w.out.Bytes()
+	return w.out
 }
 
-// lineWriter reuses one Encoder for every string of a line; it is built per
-// call so Encode stays free of shared state.
+// lineWriter builds one line; it is built per call so Encode stays free of
+// shared state.
 type lineWriter struct {
-	out     bytes.Buffer
-	scratch bytes.Buffer
-	enc     *json.Encoder
+	out []byte
 }
 
-func newLineWriter() *lineWriter {
-	w := &lineWriter{}
-	w.enc = json.NewEncoder(&w.scratch)
-	// serde_json (the hold's encoder) leaves < > & alone; so must we.
-	w.enc.SetEscapeHTML(false)
-	return w
-}
+func newLineWriter() *lineWriter { return &lineWriter{out: make([]byte, 0, 256)} }
 
-func (w *lineWriter) raw(s string) { w.out.WriteString(s) }
+func (w *lineWriter) raw(s string) { w.out = append(w.out, s...) }
 
+// str quotes s as serde_json (the hold's encoder) does, which is jsontext's
+// default: only '"', '\\' and control characters are escaped (\b \f \n \r \t
+// short, the rest as lowercase \u00xx); < > & and U+2028/U+2029 stay raw,
+// where encoding/json escapes the last two even with HTML escaping off. The
+// only error is invalid UTF-8, which is written as U+FFFD like serde_json's
+// lossy strings; the fields come from checked lines and our own constants.
 func (w *lineWriter) str(s string) {
-	w.scratch.Reset()
-	// Encoding a string cannot fail: invalid UTF-8 becomes U+FFFD.
-	_ = w.enc.Encode(s)
-	b := bytes.TrimSuffix(w.scratch.Bytes(), []byte("\n"))
-	w.out.Write(unescapeLineSeparators(b))
-}
-
-// unescapeLineSeparators undoes the one place Go's encoder still differs from
-// serde_json with HTML escaping off: it writes U+2028/U+2029 as \u2028/\u2029,
-// serde_json writes them raw. It walks escapes pairwise so an escaped
-// backslash followed by "u2028" text is left alone.
-func unescapeLineSeparators(b []byte) []byte {
-	if !bytes.Contains(b, []byte(`\u202`)) {
-		return b
-	}
-	out := make([]byte, 0, len(b))
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' || i+1 >= len(b) {
-			out = append(out, b[i])
-			continue
-		}
-		switch string(b[i:min(i+6, len(b))]) {
-		case `\u2028`:
-			out = append(out, "\u2028"...)
-			i += 5
-			continue
-		case `\u2029`:
-			out = append(out, "\u2029"...)
-			i += 5
-			continue
-		}
-		out = append(out, b[i], b[i+1])
-		i++
-	}
-	return out
+	w.out, _ = jsontext.AppendQuote(w.out, s)
 }

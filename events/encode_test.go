@@ -128,20 +128,3 @@ func TestLineForDoesNotAlias(t *testing.T) {
 	require.Equal(t, uint64(7), *l.Term)
 	require.Equal(t, testCandidate, *l.CandidateID)
 }
-
-func TestUnescapeLineSeparators(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{`"plain"`, `"plain"`},
-		{`"\u2028"`, "\"\u2028\""},
-		{`"\u2029x"`, "\"\u2029x\""},
-		{`"\\u2028"`, `"\\u2028"`},
-		{`"\\\u2028"`, "\"\\\\\u2028\""},
-		{`"\u2027"`, `"\u2027"`},
-		{`"\u202`, `"\u202`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			require.Equal(t, tt.want, string(unescapeLineSeparators([]byte(tt.in))))
-		})
-	}
-}

@@ -60,7 +60,7 @@ func (h HoldEvent) Encode() []byte {
 	w.raw(`,"observed_at":`)
 	w.str(FormatTimestamp(h.ObservedAt))
 	w.raw("}\n")
-	return w.out.Bytes()
+	return w.out
 }
 
 // FormatTimestamp writes t as the hold does (chrono's RFC 3339 "AutoSi" with a

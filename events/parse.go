@@ -2,11 +2,12 @@ package events
 
 import (
 	"bytes"
-	"encoding/json"
+	"io"
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // wireNumber is a digit-only JSON integer with its length as sent; the value
@@ -20,7 +21,7 @@ type wireNumber struct {
 // wireEvent is the type-checked but not yet contract-checked form of a line.
 // Pointers distinguish "absent" from the zero value.
 type wireEvent struct {
-	sequence    json.RawMessage // judged later, with its own message
+	sequence    []byte // judged later, with its own message
 	event       *string
 	kind        *string
 	name        *string
@@ -34,45 +35,53 @@ type wireEvent struct {
 	continuous  *wireNumber
 }
 
-// decodeLine checks that line is exactly one JSON object with the types the
-// contract requires. It walks the object token by token rather than
-// unmarshalling into a map so duplicate keys are caught: two parsers disagreeing
-// on which "term" counts is not a question the supervisor should have to answer.
-func decodeLine(line []byte) (wireEvent, error) {
+// lineDecoder is the parser state a Stream reuses from line to line, so that
+// a renewal allocates only the strings it keeps. jsontext's defaults are the
+// strictness a supervisor needs and encoding/json lacks: invalid UTF-8 (which
+// encoding/json turns into U+FFFD) and a name repeated in an object, spelled
+// alike or through escapes, are syntax errors, so two parsers can never
+// disagree on which "term" counts. Values are read in place, not as a token
+// per field (encoding/json's Token API made 190 allocations of one line).
+type lineDecoder struct {
+	src  bytes.Reader
+	dec  jsontext.Decoder
+	name []byte
+}
+
+// decode checks that line is exactly one JSON object with the types the
+// contract requires.
+func (d *lineDecoder) decode(line []byte) (wireEvent, error) {
 	var w wireEvent
-	// encoding/json silently turns invalid UTF-8 into U+FFFD; a hold (serde_json)
-	// never emits it, so treat it as corruption instead of comparing mangled names.
-	if !utf8.Valid(line) || !json.Valid(line) {
+	d.src.Reset(line)
+	d.dec.Reset(&d.src)
+	dec := &d.dec
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return w, invalid(msgMalformed)
 	}
-	dec := json.NewDecoder(bytes.NewReader(line))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return w, invalid(msgMalformed)
-	}
-	seen := make(map[string]bool)
 	schemaSeen := false
-	for dec.More() {
-		tok, err := dec.Token()
+	for dec.PeekKind() != '}' {
+		quoted, err := dec.ReadValue()
 		if err != nil {
 			return w, invalid(msgMalformed)
 		}
-		key, ok := tok.(string)
-		if !ok || seen[key] {
+		// The name is unquoted into a reused buffer; it is compared, never kept.
+		if d.name, err = jsontext.AppendUnquote(d.name[:0], quoted); err != nil {
 			return w, invalid(msgMalformed)
 		}
-		seen[key] = true
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
+		raw, err := dec.ReadValue()
+		if err != nil {
 			return w, invalid(msgMalformed)
 		}
-		if key == "schema_version" {
-			schemaSeen = true
-		}
-		if !w.set(key, raw) {
+		schemaSeen = schemaSeen || string(d.name) == "schema_version"
+		if !w.set(string(d.name), raw) {
 			return w, invalid(msgMalformed)
 		}
 	}
-	if !schemaSeen {
+	if _, err := dec.ReadToken(); err != nil {
+		return w, invalid(msgMalformed)
+	}
+	// Exactly one value: anything after the object but whitespace is corruption.
+	if _, err := dec.ReadToken(); err != io.EOF || !schemaSeen {
 		return w, invalid(msgMalformed)
 	}
 	return w, nil
@@ -80,14 +89,15 @@ func decodeLine(line []byte) (wireEvent, error) {
 
 // set stores one field, reporting false when its JSON type breaks the contract.
 // Unknown keys are accepted and dropped so the hold can add fields.
-func (w *wireEvent) set(key string, raw json.RawMessage) bool {
+// raw is only valid until the decoder reads on, so whatever is kept is copied.
+func (w *wireEvent) set(key string, raw jsontext.Value) bool {
 	var ok bool
 	switch key {
 	case "schema_version":
 		// Only the literal 1: "1.0" or "1e0" are not what a hold emits.
 		return string(raw) == "1"
 	case "sequence":
-		w.sequence = raw
+		w.sequence = bytes.Clone(raw)
 		return true
 	case "event":
 		w.event, ok = jsonString(raw)
@@ -128,21 +138,22 @@ func (w *wireEvent) set(key string, raw json.RawMessage) bool {
 	return ok
 }
 
-func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
+func isNull(raw jsontext.Value) bool { return raw.Kind() == 'n' }
 
-func jsonString(raw json.RawMessage) (*string, bool) {
-	if len(raw) == 0 || raw[0] != '"' {
+func jsonString(raw jsontext.Value) (*string, bool) {
+	if raw.Kind() != '"' {
 		return nil, false
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	b, err := jsontext.AppendUnquote(nil, raw)
+	if err != nil {
 		return nil, false
 	}
+	s := string(b)
 	return &s, true
 }
 
 // authorityNumber treats null as absent, matching jq's `// empty` in the reference.
-func authorityNumber(raw json.RawMessage) (*wireNumber, bool) {
+func authorityNumber(raw jsontext.Value) (*wireNumber, bool) {
 	if isNull(raw) {
 		return nil, true
 	}
@@ -155,7 +166,7 @@ func authorityNumber(raw json.RawMessage) (*wireNumber, bool) {
 
 // digits accepts only a plain run of ASCII digits (JSON already forbids leading
 // zeros), so signs, fractions, exponents and strings are all refused.
-func digits(raw json.RawMessage) (wireNumber, bool) {
+func digits(raw []byte) (wireNumber, bool) {
 	if len(raw) == 0 {
 		return wireNumber{}, false
 	}

@@ -9,6 +9,7 @@ type Stream struct {
 	fencingKey string
 	active     bool
 	ended      bool
+	parser     lineDecoder
 }
 
 // NewStream starts a stream that expects lines for e.
@@ -29,7 +30,7 @@ func (s *Stream) Next(line []byte) (Event, error) {
 		// leader) is not something to act on.
 		return Event{}, invalid(msgAfterTerminal)
 	}
-	w, err := decodeLine(line)
+	w, err := s.parser.decode(line)
 	if err != nil {
 		return Event{}, err
 	}

@@ -67,6 +67,11 @@ func TestStreamNextParse(t *testing.T) {
 		{"duplicate key via escape", bad(el(`"sequence":1`+w+`,"sequ\u0065nce":2`), msgMalformed)},
 		{"duplicate unknown key", bad(el(`"sequence":1`+w+`,"x":1,"x":1`), msgMalformed)},
 		{"invalid utf-8", bad(el(`"sequence":1`+w+`,"x":"`+"\xff"+`"`), msgMalformed)},
+		// serde_json never writes one (a Rust string cannot hold it); encoding/json
+		// read it as U+FFFD.
+		{"lone surrogate escape", bad(el(`"sequence":1`+w+`,"x":"\ud800"`), msgMalformed)},
+		{"duplicate key in a nested object", bad(el(`"sequence":1`+w+`,"x":{"a":1,"a":2}`), msgMalformed)},
+		{"same key in two nested objects", ok(el(`"sequence":1` + w + `,"x":{"a":1},"y":{"a":2}`))},
 		{"remaining as string (C5)", bad(el(`"sequence":1`+w+`,"authority_remaining_ms":"3000"`), msgMalformed)},
 		{"remaining fraction", bad(el(`"sequence":1`+w+`,"authority_remaining_ms":3000.5`), msgMalformed)},
 		{"remaining integral fraction", bad(el(`"sequence":1`+w+`,"authority_remaining_ms":3000.0`), msgMalformed)},
