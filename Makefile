@@ -109,6 +109,7 @@ fuzz:
 # cluster of the pinned 3.6), then the job-teardown table under Wine
 # (bench-windows, also a target of its own).
 bench: etcd36
+	$(GO) test -run '^$$' -bench BenchmarkRenewedLine -benchtime 20000x ./events/
 	$(GO) test -run '^$$' -bench BenchmarkTable -benchtime 1x -timeout 20m ./contain/
 	$(GO) test -run '^$$' -bench BenchmarkEtcdTable -benchtime 1x -timeout 20m ./contain/
 	$(MAKE) bench-windows

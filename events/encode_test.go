@@ -128,3 +128,26 @@ func TestLineForDoesNotAlias(t *testing.T) {
 	require.Equal(t, uint64(7), *l.Term)
 	require.Equal(t, testCandidate, *l.CandidateID)
 }
+
+// TestQuoteLikeSerde pins the quoting of the strings we print to serde_json's,
+// where encoding/json differed: U+2028/U+2029 raw (also beside a backslash,
+// which alone is escaped), other characters above U+001F raw, and invalid
+// UTF-8 as a raw U+FFFD (serde_json's lossy strings), not as an escape.
+func TestQuoteLikeSerde(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain", `"plain"`},
+		{"\u2028", "\"\u2028\""},
+		{"\u2029x", "\"\u2029x\""},
+		{`\u2028`, `"\\u2028"`},
+		{"\\\u2028", "\"\\\\\u2028\""},
+		{"\u2027", "\"\u2027\""},
+		{"a\xffb", "\"a\ufffdb\""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			w := newLineWriter()
+			w.str(tt.in)
+			require.Equal(t, tt.want, string(w.out))
+		})
+	}
+}

@@ -21,6 +21,7 @@ type wireNumber struct {
 // wireEvent is the type-checked but not yet contract-checked form of a line.
 // Pointers distinguish "absent" from the zero value.
 type wireEvent struct {
+	schema      bool   // schema_version was there (set refuses any value but 1)
 	sequence    []byte // judged later, with its own message
 	event       *string
 	kind        *string
@@ -58,7 +59,6 @@ func (d *lineDecoder) decode(line []byte) (wireEvent, error) {
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return w, invalid(msgMalformed)
 	}
-	schemaSeen := false
 	for dec.PeekKind() != '}' {
 		quoted, err := dec.ReadValue()
 		if err != nil {
@@ -72,7 +72,6 @@ func (d *lineDecoder) decode(line []byte) (wireEvent, error) {
 		if err != nil {
 			return w, invalid(msgMalformed)
 		}
-		schemaSeen = schemaSeen || string(d.name) == "schema_version"
 		if !w.set(string(d.name), raw) {
 			return w, invalid(msgMalformed)
 		}
@@ -81,7 +80,7 @@ func (d *lineDecoder) decode(line []byte) (wireEvent, error) {
 		return w, invalid(msgMalformed)
 	}
 	// Exactly one value: anything after the object but whitespace is corruption.
-	if _, err := dec.ReadToken(); err != io.EOF || !schemaSeen {
+	if _, err := dec.ReadToken(); err != io.EOF || !w.schema {
 		return w, invalid(msgMalformed)
 	}
 	return w, nil
@@ -95,6 +94,7 @@ func (w *wireEvent) set(key string, raw jsontext.Value) bool {
 	switch key {
 	case "schema_version":
 		// Only the literal 1: "1.0" or "1e0" are not what a hold emits.
+		w.schema = true
 		return string(raw) == "1"
 	case "sequence":
 		w.sequence = bytes.Clone(raw)
