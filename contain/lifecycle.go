@@ -129,6 +129,7 @@ type run struct {
 	acquireBy  time.Time // Config.AcquireTimeout as a moment; zero: no bound
 	provenAll  bool      // finish saw every group proven empty
 	saidProven bool      // the worker group's proof was said on stderr
+	out        []byte    // print's buffer, kept so a renewal's line allocates nothing
 }
 
 // Supervise runs one supervised hold to the end and returns the exit code.
@@ -556,7 +557,8 @@ func (r *run) onNote(n msg) *cause {
 
 func (r *run) print(l events.Line) {
 	// One write per line; a failed write (stdout closed) must not stop teardown.
-	_, _ = r.cfg.Stdout.Write(l.Encode())
+	r.out = l.Append(r.out[:0])
+	_, _ = r.cfg.Stdout.Write(r.out)
 }
 
 // stop is the one teardown every run ends in: the worker group is proven empty

@@ -1,8 +1,9 @@
 package contain
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -72,41 +73,54 @@ const (
 	opProbe   = "probe"   // run --until-empty: how many processes of a group still run
 )
 
-// conn is a JSON-lines channel. Writes are serialised; reads happen on one goroutine.
+// conn is a JSON-lines channel. Writes are serialised; reads happen on one
+// goroutine. Both directions keep their encoder, decoder and message in the
+// conn, so the messages of a long run (an arm and its reply per renewal) are
+// sent and read without allocating: nothing of a helper's heap grows with the
+// renewals.
 type conn struct {
-	mu sync.Mutex
-	w  io.Writer
-	r  *bufio.Reader
-	c  io.Closer
+	mu   sync.Mutex // guards enc, out and sent
+	w    io.Writer
+	enc  *json.Encoder // writes into out; Encode ends each message with "\n"
+	out  bytes.Buffer
+	sent msg // the message being encoded (a field: passing a local would allocate)
+
+	dec *json.Decoder // reads the whole values the peer wrote, one per line
+	got msg
+	c   io.Closer
 }
 
 func newConn(rwc io.ReadWriteCloser) *conn {
-	return &conn{w: rwc, r: bufio.NewReaderSize(rwc, 64<<10), c: rwc}
+	c := &conn{w: rwc, dec: json.NewDecoder(rwc), c: rwc}
+	c.enc = json.NewEncoder(&c.out)
+	return c
 }
 
 func (c *conn) send(m msg) error {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return fmt.Errorf("encode %s message: %w", m.Op, err)
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, err := c.w.Write(append(b, '\n')); err != nil {
+	c.out.Reset()
+	c.sent = m
+	if err := c.enc.Encode(&c.sent); err != nil {
+		return fmt.Errorf("encode %s message: %w", m.Op, err)
+	}
+	if _, err := c.w.Write(c.out.Bytes()); err != nil {
 		return fmt.Errorf("send %s message: %w", m.Op, err)
 	}
 	return nil
 }
 
+// recv reads the next message. It is not safe for concurrent use (pump is
+// its one caller in production).
 func (c *conn) recv() (msg, error) {
-	line, err := c.r.ReadBytes('\n')
-	if err != nil {
-		return msg{}, err
-	}
-	var m msg
-	if err := json.Unmarshal(line, &m); err != nil {
+	c.got = msg{}
+	if err := c.dec.Decode(&c.got); err != nil {
+		if errors.Is(err, io.EOF) {
+			return msg{}, err
+		}
 		return msg{}, fmt.Errorf("decode message: %w", err)
 	}
-	return m, nil
+	return c.got, nil
 }
 
 func (c *conn) close() error { return c.c.Close() }

@@ -57,72 +57,66 @@ func LineFor(ev Event) Line {
 	return l
 }
 
-// Encode returns the compact line with its trailing newline. The key order is
-// written out by hand because downstream scripts match exact substrings and
-// the order is part of the contract, not an accident of struct layout.
-func (l Line) Encode() []byte {
-	w := newLineWriter()
-	w.raw(`{"schema_version":1,"source":`)
-	w.str(source)
-	w.raw(`,"sequence":`)
-	w.raw(strconv.FormatUint(l.Sequence, 10))
-	w.raw(`,"event":`)
-	w.str(l.Event)
-	w.raw(`,"kind":`)
-	w.str(string(l.Kind))
-	w.raw(`,"name":`)
-	w.str(l.Name)
+// Encode returns the compact line with its trailing newline.
+func (l Line) Encode() []byte { return l.Append(nil) }
+
+// Append appends the compact line with its trailing newline to b. The key
+// order is written out by hand because downstream scripts match exact
+// substrings and the order is part of the contract, not an accident of struct
+// layout. A caller that keeps b across lines writes each without allocating.
+func (l Line) Append(b []byte) []byte {
+	b = append(b, `{"schema_version":1,"source":`...)
+	b = appendQuoted(b, source)
+	b = append(b, `,"sequence":`...)
+	b = strconv.AppendUint(b, l.Sequence, 10)
+	b = append(b, `,"event":`...)
+	b = appendQuoted(b, l.Event)
+	b = append(b, `,"kind":`...)
+	b = appendQuoted(b, string(l.Kind))
+	b = append(b, `,"name":`...)
+	b = appendQuoted(b, l.Name)
 	if l.CandidateID != nil {
-		w.raw(`,"candidate_id":`)
-		w.str(*l.CandidateID)
+		b = append(b, `,"candidate_id":`...)
+		b = appendQuoted(b, *l.CandidateID)
 	}
 	if l.Term != nil {
-		w.raw(`,"term":`)
-		w.raw(strconv.FormatUint(*l.Term, 10))
+		b = append(b, `,"term":`...)
+		b = strconv.AppendUint(b, *l.Term, 10)
 	}
 	if l.ReasonCode != "" {
-		w.raw(`,"reason_code":`)
-		w.str(l.ReasonCode)
+		b = append(b, `,"reason_code":`...)
+		b = appendQuoted(b, l.ReasonCode)
 	}
 	if l.WorkerExitCode != nil {
-		w.raw(`,"worker_exit_code":`)
-		w.raw(strconv.Itoa(*l.WorkerExitCode))
+		b = append(b, `,"worker_exit_code":`...)
+		b = strconv.AppendInt(b, int64(*l.WorkerExitCode), 10)
 	}
 	if c := l.Containment; c != nil {
-		w.raw(`,"containment":{"backend":`)
-		w.str(c.Backend)
-		w.raw(`,"proven_empty":`)
-		w.raw(strconv.FormatBool(c.ProvenEmpty))
-		w.raw(`,"killed":`)
-		w.raw(strconv.Itoa(c.Killed))
-		w.raw(`,"duration_ms":`)
-		w.raw(strconv.FormatInt(c.DurationMs, 10))
+		b = append(b, `,"containment":{"backend":`...)
+		b = appendQuoted(b, c.Backend)
+		b = append(b, `,"proven_empty":`...)
+		b = strconv.AppendBool(b, c.ProvenEmpty)
+		b = append(b, `,"killed":`...)
+		b = strconv.AppendInt(b, int64(c.Killed), 10)
+		b = append(b, `,"duration_ms":`...)
+		b = strconv.AppendInt(b, c.DurationMs, 10)
 		if c.Limit != "" {
-			w.raw(`,"limit":`)
-			w.str(c.Limit)
+			b = append(b, `,"limit":`...)
+			b = appendQuoted(b, c.Limit)
 		}
-		w.raw(`}`)
+		b = append(b, '}')
 	}
-	w.raw("}\n")
-	return w.out
+	return append(b, "}\n"...)
 }
 
-// lineWriter builds one line; it is built per call so Encode stays free of
-// shared state.
-type lineWriter struct {
-	out []byte
-}
-
-func newLineWriter() *lineWriter { return &lineWriter{out: make([]byte, 0, 256)} }
-
-func (w *lineWriter) raw(s string) { w.out = append(w.out, s...) }
-
-// str quotes s as serde_json (the hold's encoder) does, which is jsontext's
-// default: only '"', '\\' and control characters are escaped (\b \f \n \r \t
-// short, the rest as lowercase \u00xx); < > & and U+2028/U+2029 stay raw,
-// where encoding/json escapes the last two even with HTML escaping off. The
-// only error is invalid UTF-8, which is written as U+FFFD like serde_json's
-// lossy strings; the fields come from checked lines and our own constants.
-func (w *lineWriter) str(s string) {
-	w.out, _ = jsontext.AppendQuote(w.out, s)
+// appendQuoted quotes s as serde_json (the hold's encoder) does, which is
+// jsontext's default: only '"', '\\' and control characters are escaped (\b
+// \f \n \r \t short, the rest as lowercase \u00xx); < > & and U+2028/U+2029
+// stay raw, where encoding/json escapes the last two even with HTML escaping
+// off. The only error is invalid UTF-8, which is written as U+FFFD like
+// serde_json's lossy strings; the fields come from checked lines and our own
+// constants.
+func appendQuoted(b []byte, s string) []byte {
+	b, _ = jsontext.AppendQuote(b, s)
+	return b
 }

@@ -145,9 +145,7 @@ func TestQuoteLikeSerde(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			w := newLineWriter()
-			w.str(tt.in)
-			require.Equal(t, tt.want, string(w.out))
+			require.Equal(t, tt.want, string(appendQuoted(nil, tt.in)))
 		})
 	}
 }

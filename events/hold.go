@@ -1,7 +1,6 @@
 package events
 
 import (
-	"fmt"
 	"strconv"
 	"time"
 )
@@ -17,68 +16,95 @@ type HoldEvent struct {
 	ObservedAt   time.Time  // wall clock at emission; for authority events the same sample as authority_observed_unix_ms
 }
 
-// Encode returns the compact JSON line with its trailing "\n", keys in the hold's
-// struct order: schema_version, sequence, event, kind, name, server,
-// candidate_id?, term?, fencing_key?, expires_at?, retry_after_ms?, reason_code?,
-// authority_remaining_ms?, authority_observed_unix_ms?,
+// Encode returns the compact JSON line with its trailing "\n" (Append).
+func (h HoldEvent) Encode() []byte { return h.Append(nil) }
+
+// Append appends the compact JSON line with its trailing "\n" to b, keys in
+// the hold's struct order: schema_version, sequence, event, kind, name,
+// server, candidate_id?, term?, fencing_key?, expires_at?, retry_after_ms?,
+// reason_code?, authority_remaining_ms?, authority_observed_unix_ms?,
 // authority_observed_continuous_ms?, observed_at. Absent fields are omitted,
-// never null; strings are escaped as serde_json escapes them.
-func (h HoldEvent) Encode() []byte {
-	w := newLineWriter()
-	w.raw(`{"schema_version":1,"sequence":`)
-	w.raw(strconv.FormatUint(h.Sequence, 10))
-	for _, kv := range [...][2]string{{"event", h.Event.Event}, {"kind", string(h.Kind)}, {"name", h.Name}, {"server", h.Server}} {
-		w.raw(`,"` + kv[0] + `":`)
-		w.str(kv[1])
-	}
+// never null; strings are escaped as serde_json escapes them. A hold that
+// keeps b across lines writes each renewal without allocating.
+func (h HoldEvent) Append(b []byte) []byte {
+	b = append(b, `{"schema_version":1,"sequence":`...)
+	b = strconv.AppendUint(b, h.Sequence, 10)
+	b = appendField(b, "event", h.Event.Event)
+	b = appendField(b, "kind", string(h.Kind))
+	b = appendField(b, "name", h.Name)
+	b = appendField(b, "server", h.Server)
 	if h.CandidateID != nil {
-		w.raw(`,"candidate_id":`)
-		w.str(*h.CandidateID)
+		b = appendField(b, "candidate_id", *h.CandidateID)
 	}
 	if h.Term != nil {
-		w.raw(`,"term":` + strconv.FormatUint(*h.Term, 10))
+		b = append(b, `,"term":`...)
+		b = strconv.AppendUint(b, *h.Term, 10)
 	}
 	if h.FencingKey != "" {
-		w.raw(`,"fencing_key":`)
-		w.str(h.FencingKey)
+		b = appendField(b, "fencing_key", h.FencingKey)
 	}
 	if h.ExpiresAt != nil {
-		w.raw(`,"expires_at":`)
-		w.str(FormatTimestamp(*h.ExpiresAt))
+		b = append(b, `,"expires_at":"`...)
+		b = append(AppendTimestamp(b, *h.ExpiresAt), '"')
 	}
 	if h.RetryAfterMs != nil {
-		w.raw(`,"retry_after_ms":` + strconv.FormatUint(*h.RetryAfterMs, 10))
+		b = append(b, `,"retry_after_ms":`...)
+		b = strconv.AppendUint(b, *h.RetryAfterMs, 10)
 	}
 	if h.ReasonCode != "" {
-		w.raw(`,"reason_code":`)
-		w.str(h.ReasonCode)
+		b = appendField(b, "reason_code", h.ReasonCode)
 	}
 	if a := h.Authority; a != nil {
-		w.raw(fmt.Sprintf(`,"authority_remaining_ms":%d,"authority_observed_unix_ms":%d,"authority_observed_continuous_ms":%d`,
-			a.RemainingMs, a.ObservedUnixMs, a.ObservedContinuousMs))
+		b = append(b, `,"authority_remaining_ms":`...)
+		b = strconv.AppendUint(b, a.RemainingMs, 10)
+		b = append(b, `,"authority_observed_unix_ms":`...)
+		b = strconv.AppendUint(b, a.ObservedUnixMs, 10)
+		b = append(b, `,"authority_observed_continuous_ms":`...)
+		b = strconv.AppendUint(b, a.ObservedContinuousMs, 10)
 	}
-	w.raw(`,"observed_at":`)
-	w.str(FormatTimestamp(h.ObservedAt))
-	w.raw("}\n")
-	return w.out
+	b = append(b, `,"observed_at":"`...)
+	b = AppendTimestamp(b, h.ObservedAt)
+	return append(b, "\"}\n"...)
 }
 
-// FormatTimestamp writes t as the hold does (chrono's RFC 3339 "AutoSi" with a
-// literal Z): in UTC, no fraction when the nanoseconds are zero, otherwise the
-// shortest of exactly 3, 6 or 9 digits that is exact. Go's RFC3339Nano trims to
-// a variable number of digits and would differ on the wire.
-func FormatTimestamp(t time.Time) string {
+// appendField appends ,"name":"value" with value quoted (appendQuoted).
+func appendField(b []byte, name, value string) []byte {
+	b = append(b, `,"`...)
+	b = append(b, name...)
+	b = append(b, `":`...)
+	return appendQuoted(b, value)
+}
+
+// FormatTimestamp writes t as the hold does (AppendTimestamp).
+func FormatTimestamp(t time.Time) string { return string(AppendTimestamp(nil, t)) }
+
+// AppendTimestamp appends t as the hold writes it (chrono's RFC 3339 "AutoSi"
+// with a literal Z): in UTC, no fraction when the nanoseconds are zero,
+// otherwise the shortest of exactly 3, 6 or 9 digits that is exact. Go's
+// RFC3339Nano trims to a variable number of digits and would differ on the
+// wire. The result needs no JSON escaping.
+func AppendTimestamp(b []byte, t time.Time) []byte {
 	t = t.UTC()
-	base := t.Format("2006-01-02T15:04:05")
+	b = t.AppendFormat(b, "2006-01-02T15:04:05")
 	ns := t.Nanosecond()
 	switch {
 	case ns == 0:
-		return base + "Z"
 	case ns%1_000_000 == 0:
-		return fmt.Sprintf("%s.%03dZ", base, ns/1_000_000)
+		b = appendFraction(b, ns, 3)
 	case ns%1_000 == 0:
-		return fmt.Sprintf("%s.%06dZ", base, ns/1_000)
+		b = appendFraction(b, ns, 6)
 	default:
-		return fmt.Sprintf("%s.%09dZ", base, ns)
+		b = appendFraction(b, ns, 9)
 	}
+	return append(b, 'Z')
+}
+
+// appendFraction appends "." and the first digits of ns's nine.
+func appendFraction(b []byte, ns, digits int) []byte {
+	var d [9]byte
+	for i := len(d) - 1; i >= 0; i-- {
+		d[i] = byte('0' + ns%10)
+		ns /= 10
+	}
+	return append(append(b, '.'), d[:digits]...)
 }

@@ -10,7 +10,7 @@ import (
 // Emitter prints the JSONL hold events of one run
 // (docs/protocol.md "Event envelope"): it owns the sequence counter (1, 2, 3,
 // …) and fills the envelope fields shared by every line. Encoding is
-// events.HoldEvent.Encode, the project's one definition of the schema. Every
+// events.HoldEvent.Append, the project's one definition of the schema. Every
 // authority's hold prints through one, so the bytes cannot differ between
 // authorities.
 type Emitter struct {
@@ -21,6 +21,7 @@ type Emitter struct {
 	server    string
 	candidate *string // elections only
 	seq       uint64
+	line      []byte // Emit's buffer, kept so a renewal's line allocates nothing
 }
 
 // NewEmitter prints the events of spec's hold, naming server (the normalized
@@ -82,5 +83,6 @@ func (e *Emitter) Emit(name string, f Fields) {
 	} else {
 		ev.ObservedAt = e.clock.Wall()
 	}
-	_, _ = e.out.Write(ev.Encode())
+	e.line = ev.Append(e.line[:0])
+	_, _ = e.out.Write(e.line)
 }
