@@ -195,8 +195,13 @@ func startHelper(exe, arg string, files []*os.File, setsid bool) (int, error) {
 }
 
 // helperEnv is the whole environment of a helper that runs with procs Ps.
+// profstackdepth=0: the runtime gives every thread two buffers for the stacks
+// of profiling samples (2.2 KB at the default depth), and nothing profiles a
+// helper; with the thread reserve that is about 50 KB a run (docs/benchmarks.md).
+// It cannot be a //go:debug line: the go command accepts only the settings
+// it knows there, and this one is the runtime's alone.
 func helperEnv(procs int) []string {
-	return []string{"GOTRACEBACK=single", "GOMAXPROCS=" + strconv.Itoa(procs)}
+	return []string{"GOTRACEBACK=single", "GODEBUG=profstackdepth=0", "GOMAXPROCS=" + strconv.Itoa(procs)}
 }
 
 // startProcess starts one of our own processes (a helper, the embedded hold's
