@@ -69,23 +69,18 @@ func (l Line) Append(b []byte) []byte {
 	b = appendQuoted(b, source)
 	b = append(b, `,"sequence":`...)
 	b = strconv.AppendUint(b, l.Sequence, 10)
-	b = append(b, `,"event":`...)
-	b = appendQuoted(b, l.Event)
-	b = append(b, `,"kind":`...)
-	b = appendQuoted(b, string(l.Kind))
-	b = append(b, `,"name":`...)
-	b = appendQuoted(b, l.Name)
+	b = appendField(b, "event", l.Event)
+	b = appendField(b, "kind", string(l.Kind))
+	b = appendField(b, "name", l.Name)
 	if l.CandidateID != nil {
-		b = append(b, `,"candidate_id":`...)
-		b = appendQuoted(b, *l.CandidateID)
+		b = appendField(b, "candidate_id", *l.CandidateID)
 	}
 	if l.Term != nil {
 		b = append(b, `,"term":`...)
 		b = strconv.AppendUint(b, *l.Term, 10)
 	}
 	if l.ReasonCode != "" {
-		b = append(b, `,"reason_code":`...)
-		b = appendQuoted(b, l.ReasonCode)
+		b = appendField(b, "reason_code", l.ReasonCode)
 	}
 	if l.WorkerExitCode != nil {
 		b = append(b, `,"worker_exit_code":`...)
@@ -101,12 +96,19 @@ func (l Line) Append(b []byte) []byte {
 		b = append(b, `,"duration_ms":`...)
 		b = strconv.AppendInt(b, c.DurationMs, 10)
 		if c.Limit != "" {
-			b = append(b, `,"limit":`...)
-			b = appendQuoted(b, c.Limit)
+			b = appendField(b, "limit", c.Limit)
 		}
 		b = append(b, '}')
 	}
 	return append(b, "}\n"...)
+}
+
+// appendField appends ,"name":"value" with value quoted (appendQuoted).
+func appendField(b []byte, name, value string) []byte {
+	b = append(b, `,"`...)
+	b = append(b, name...)
+	b = append(b, `":`...)
+	return appendQuoted(b, value)
 }
 
 // appendQuoted quotes s as serde_json (the hold's encoder) does, which is

@@ -67,14 +67,6 @@ func (h HoldEvent) Append(b []byte) []byte {
 	return append(b, "\"}\n"...)
 }
 
-// appendField appends ,"name":"value" with value quoted (appendQuoted).
-func appendField(b []byte, name, value string) []byte {
-	b = append(b, `,"`...)
-	b = append(b, name...)
-	b = append(b, `":`...)
-	return appendQuoted(b, value)
-}
-
 // FormatTimestamp writes t as the hold does (AppendTimestamp).
 func FormatTimestamp(t time.Time) string { return string(AppendTimestamp(nil, t)) }
 
