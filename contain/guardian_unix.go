@@ -69,7 +69,12 @@ func GuardianMain() int {
 	_ = platform.SetNonDumpable()
 	absorbSignals()
 
-	g := &guardian{main: newConn(os.NewFile(fdCtl, "ctl")), supervisor: os.Getppid(), groups: map[string]*shimGroup{}}
+	ctl, err := inheritedConn()
+	if err != nil {
+		fmt.Fprintf(diag, "octostore-supervisor guardian: %v\n", err)
+		return ExitSoftware
+	}
+	g := &guardian{main: ctl, supervisor: os.Getppid(), groups: map[string]*shimGroup{}}
 	reaper(&g.mu, func(pid int, ws unix.WaitStatus) {
 		for _, grp := range g.groups {
 			if grp.pid == pid {

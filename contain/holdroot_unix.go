@@ -63,7 +63,11 @@ func HoldRootMain(hold Hold) int {
 		fmt.Fprintf(os.Stderr, "octostore-supervisor embedded hold: %v\n", err)
 		return ExitSoftware
 	}
-	c := newConn(os.NewFile(fdCtl, "ctl"))
+	c, err := inheritedConn()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "octostore-supervisor embedded hold: %v\n", err)
+		return ExitSoftware
+	}
 	init, err := c.recv()
 	if err != nil || init.Op != opInit {
 		fmt.Fprintf(os.Stderr, "octostore-supervisor embedded hold: no start request: %v\n", err)

@@ -55,6 +55,9 @@ func TestHelpersStartFromTheLeanImage(t *testing.T) {
 		for pid, what := range map[int]string{supervisor: "supervisor", guardian: "guardian", workerShim: "worker's shim"} {
 			requireLean(t, pid, what)
 		}
+		for pid, what := range map[int]string{supervisor: "supervisor", guardian: "guardian", workerShim: "worker's shim", hold.Pid: "embedded hold"} {
+			requireNoThreadInSocketRead(t, pid, what)
+		}
 		require.Contains(t, platform.Cmdline(supervisor), room+" agent", "ps shows the supervisor's own words")
 		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", supervisor))
 		require.NoError(t, err)
@@ -81,6 +84,7 @@ func TestHelpersStartFromTheLeanImage(t *testing.T) {
 		holdShim, workerShim := shimsOf(t, guardian)
 		for pid, what := range map[int]string{supervisor: "supervisor", guardian: "guardian", holdShim: "hold's shim", workerShim: "worker's shim"} {
 			requireLean(t, pid, what)
+			requireNoThreadInSocketRead(t, pid, what)
 		}
 		require.NoError(t, os.WriteFile(filepath.Join(r.dir, "go"), nil, 0o644))
 		require.Equal(t, 20, r.wait(bound), r.stderr())
@@ -127,6 +131,30 @@ func parentOf(t *testing.T, pid int) int {
 	p, err := platform.NewProcReader().Stat(pid)
 	require.NoError(t, err)
 	return p.PPid
+}
+
+// requireNoThreadInSocketRead says that no thread of pid sleeps in a read of
+// a unix socket: our control sockets and the event channel are pollable, so
+// their readers wait in the runtime's poller (epoll) and hold no OS thread.
+// A blocking one pins a thread in read(2) for the whole run, one the thread
+// reserve then no longer has for teardown (the guardian had three). Every
+// thread's wait channel is read; at least one must name a kernel function,
+// or this host hides them and the check would prove nothing.
+func requireNoThreadInSocketRead(t *testing.T, pid int, what string) {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	require.NoError(t, err)
+	var named int
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/wchan", pid, task.Name()))
+		require.NoError(t, err)
+		wchan := string(b)
+		if wchan != "" && wchan != "0" {
+			named++
+		}
+		require.NotEqual(t, "unix_stream_read_generic", wchan, "a thread of the %s (%d) waits in a socket read", what, pid)
+	}
+	require.Positive(t, named, "the wait channels of the %s's threads are readable", what)
 }
 
 func requireLean(t *testing.T, pid int, what string) {

@@ -25,8 +25,13 @@ const (
 )
 
 // reservedThreads is how many OS threads each of our processes creates at start
-// (platform.ReserveThreads), well above what GOMAXPROCS=2 plus the blocking reads
-// of /proc, the socket pumps and the GC ever use at once.
+// (platform.ReserveThreads). Measured, not guessed (docs/benchmarks.md,
+// "2026-12-04, morning"): without a reserve a helper reaches 7-9 threads in
+// ordinary runs and up to 14-16 beside the escape matrix's fork storms, when
+// every /proc read and kill is slow and the runtime hands off its Ps; with 12
+// reserved each has 15-18 from the start, and none was seen to create another.
+// With 6 reserved (11 threads) and one more goroutine polling, a helper died
+// in newosproc in 2 of 15 runs of TestHole7PidExhaustion.
 const reservedThreads = 12
 
 // ownProcs is the GOMAXPROCS every process of ours runs with: helpers get it in
@@ -142,7 +147,11 @@ func exitCodeOf(ws unix.WaitStatus) (code, sig int) {
 	return ws.ExitStatus(), 0
 }
 
-// socketpair returns two connected stream sockets, both close-on-exec.
+// socketpair returns two connected stream sockets, both close-on-exec. The
+// first, ours, is non-blocking (pollable): its reader waits in the runtime's
+// poller instead of holding an OS thread in read(2) for the whole run (see
+// inheritedConn). The second, the one a child inherits, stays blocking: it may
+// become a hold command's stdout, which expects a blocking write.
 func socketpair() (*os.File, *os.File, error) {
 	// Not every unix has SOCK_CLOEXEC; holding ForkLock keeps a concurrent
 	// StartProcess from inheriting the pair before the flag is set.
@@ -151,12 +160,30 @@ func socketpair() (*os.File, *os.File, error) {
 	if err == nil {
 		unix.CloseOnExec(fds[0])
 		unix.CloseOnExec(fds[1])
+		err = unix.SetNonblock(fds[0], true)
+		if err != nil {
+			unix.Close(fds[0])
+			unix.Close(fds[1])
+		}
 	}
 	syscall.ForkLock.RUnlock()
 	if err != nil {
 		return nil, nil, fmt.Errorf("socketpair: %w", err)
 	}
 	return os.NewFile(uintptr(fds[0]), "ctl"), os.NewFile(uintptr(fds[1]), "ctl-peer"), nil
+}
+
+// inheritedConn is a helper's end of the control socket its parent made
+// (fdCtl), made non-blocking first so that os.NewFile registers it with the
+// runtime's poller. A blocking socket's reader holds an OS thread in read(2)
+// for the whole run, and every such thread is one the thread reserve must
+// cover (reserveThreads). The parent closes its copy of this end once the
+// helper has started, so the flag changes nothing anyone else reads.
+func inheritedConn() (*conn, error) {
+	if err := unix.SetNonblock(fdCtl, true); err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	return newConn(os.NewFile(fdCtl, "ctl")), nil
 }
 
 // helperImages are the executables a run's helpers start from (helperImage).

@@ -32,7 +32,11 @@ func ShimMain() int {
 	_ = platform.SetNonDumpable()
 	absorbSignals()
 
-	c := newConn(os.NewFile(fdCtl, "ctl"))
+	c, err := inheritedConn()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "octostore-supervisor shim: %v\n", err)
+		return ExitSoftware
+	}
 	w := &watched{report: func(pid int, ws unix.WaitStatus) {
 		code, sig := exitCodeOf(ws)
 		_ = c.send(msg{Op: opExited, Code: code, Signal: sig, Pid: pid})
