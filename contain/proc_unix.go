@@ -29,7 +29,8 @@ const (
 // "2026-12-04, morning"): without a reserve a helper reaches 7-9 threads in
 // ordinary runs and up to 14-16 beside the escape matrix's fork storms, when
 // every /proc read and kill is slow and the runtime hands off its Ps; with 12
-// reserved each has 15-18 from the start, and none was seen to create another.
+// reserved each has 15-20, and none of 324 helpers counted over the same tests
+// created one between a second after its reserve and its end.
 // With 6 reserved (11 threads) and one more goroutine polling, a helper died
 // in newosproc in 2 of 15 runs of TestHole7PidExhaustion.
 const reservedThreads = 12
