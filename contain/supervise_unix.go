@@ -289,12 +289,14 @@ func sweepStale(b Backend, _ time.Duration, diag io.Writer) {
 	}
 }
 
+// shutdownWrite shuts down f's sending direction without taking f out of the
+// runtime's poller, as f.Fd() would.
 func shutdownWrite(f *os.File) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return err
 	}
-	serr := error(nil)
+	var serr error
 	if err := rc.Control(func(fd uintptr) { serr = unix.Shutdown(int(fd), unix.SHUT_WR) }); err != nil {
 		return err
 	}
