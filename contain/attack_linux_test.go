@@ -136,8 +136,21 @@ func runAttack(t *testing.T, c attackCase) {
 		// The wait ends on a condition: B's worker runs, B exited, or B says it
 		// is waiting for A's worker to be gone (interlock or survivor record)
 		// while a same-user attacker keeps A's side stopped.
-		proctest.WaitFor(t, attackTTL*time.Second+bound, "B to lead, or to say it waits for A's worker", func() bool {
-			return s.workerStarted("fenced") || exited(b) || strings.Contains(b.stderr(), "waiting until")
+		//
+		// If B has exited first (a same-user attacker stopped B's guardian and B
+		// failed closed), resuming A's hold now would give A back a lease it
+		// still holds, and A's worker would rightly live on. So the hold stays
+		// hung and only the rest is resumed, and the wait is for A's run to end
+		// by its own deadline, the property this test is about.
+		proctest.WaitFor(t, attackTTL*time.Second+bound, "B to lead, or to say it waits for A's worker, or (B gone) A's run to end", func() bool {
+			if s.workerStarted("fenced") || strings.Contains(b.stderr(), "waiting until") {
+				return true
+			}
+			if !exited(b) {
+				return false
+			}
+			thawStopped(t, h.Pid)
+			return exited(a) || !s.attacker.Alive()
 		})
 	}
 	// Someone resumes what the attacker stopped (the stall ends only so):
@@ -287,13 +300,13 @@ func (s *attackScene) workerStarted(role string) bool {
 }
 
 // thawStopped sends SIGCONT to every stopped descendant of this test process
-// (the test is not parallel: they are all this case's), so teardown is not
-// left waiting on a frozen guardian or shim.
-func thawStopped(t *testing.T) {
+// (the test is not parallel: they are all this case's) but the pids in except,
+// so teardown is not left waiting on a frozen guardian or shim.
+func thawStopped(t *testing.T, except ...int) {
 	pr := platform.NewProcReader()
 	ps, _ := pr.Descendants(os.Getpid(), nil)
 	for _, p := range ps {
-		if p.State == 'T' || p.State == 't' {
+		if (p.State == 'T' || p.State == 't') && !slices.Contains(except, p.Pid) {
 			if err := pr.Signal(p, syscall.SIGCONT); err != nil && err != platform.ErrNoProcess {
 				t.Errorf("SIGCONT pid %d: %v", p.Pid, err)
 			}
