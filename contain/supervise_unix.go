@@ -51,8 +51,8 @@ func eventChannel() (r, w *os.File, err error) {
 	}
 	// Events flow one way: the hold reads end-of-file on its stdout, never
 	// anything from us.
-	// Through SyscallConn, not Fd: Fd would put r back into blocking mode.
-	if err := shutdownWrite(r); err != nil {
+	// Through WithFd, not Fd: Fd would put r back into blocking mode.
+	if err := platform.WithFd(r, func(fd int) error { return unix.Shutdown(fd, unix.SHUT_WR) }); err != nil {
 		r.Close()
 		w.Close()
 		return nil, nil, fmt.Errorf("shutdown the event channel's return direction: %w", err)
@@ -287,20 +287,6 @@ func sweepStale(b Backend, _ time.Duration, diag io.Writer) {
 			fmt.Fprintf(diag, "octostore-supervisor: abandoned run %s still holds %d processes after cgroup.kill (stuck in the kernel?); starts no longer wait for it: `octostore-supervisor sweep` waits for it and names what is left, `octostore-supervisor doctor` lists such runs\n", s.Dir, s.Processes)
 		}
 	}
-}
-
-// shutdownWrite shuts down f's sending direction without taking f out of the
-// runtime's poller, as f.Fd() would.
-func shutdownWrite(f *os.File) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = unix.Shutdown(int(fd), unix.SHUT_WR) }); err != nil {
-		return err
-	}
-	return serr
 }
 
 // launchGuardian starts the guardian in its own session and hands it the run: the

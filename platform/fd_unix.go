@@ -27,3 +27,19 @@ func cloexecListed(dir string, first int) error {
 	}
 	return nil
 }
+
+// WithFd runs op on f's descriptor and returns op's error. It goes through
+// SyscallConn rather than f.Fd(): Fd takes a pollable file out of the runtime's
+// poller and makes it blocking for good, and a reader of it would then hold an
+// OS thread in read(2).
+func WithFd(f *os.File, op func(fd int) error) error {
+	raw, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var opErr error
+	if err := raw.Control(func(fd uintptr) { opErr = op(int(fd)) }); err != nil {
+		return err
+	}
+	return opErr
+}

@@ -19,20 +19,13 @@ func TryLockFile(f *os.File, exclusive bool) (bool, error) {
 	if exclusive {
 		how = unix.LOCK_EX
 	}
-	raw, err := f.SyscallConn()
-	if err != nil {
-		return false, err
-	}
-	var lerr error
-	if err := raw.Control(func(fd uintptr) {
+	lerr := WithFd(f, func(fd int) error {
 		for {
-			if lerr = unix.Flock(int(fd), how|unix.LOCK_NB); !errors.Is(lerr, unix.EINTR) {
-				return
+			if err := unix.Flock(fd, how|unix.LOCK_NB); !errors.Is(err, unix.EINTR) {
+				return err
 			}
 		}
-	}); err != nil {
-		return false, err
-	}
+	})
 	if errors.Is(lerr, unix.EWOULDBLOCK) {
 		return false, nil
 	}
@@ -40,13 +33,5 @@ func TryLockFile(f *os.File, exclusive bool) (bool, error) {
 }
 
 func UnlockFile(f *os.File) error {
-	raw, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var lerr error
-	if err := raw.Control(func(fd uintptr) { lerr = unix.Flock(int(fd), unix.LOCK_UN) }); err != nil {
-		return err
-	}
-	return lerr
+	return WithFd(f, func(fd int) error { return unix.Flock(fd, unix.LOCK_UN) })
 }

@@ -41,14 +41,7 @@ func OpenHostLock() (*os.File, error) {
 func TryHostLock(s *os.File, key string) (bool, error) {
 	sum := sha256.Sum256([]byte(key))
 	addr := &unix.SockaddrUnix{Name: "@octostore-supervisor/lock/" + hex.EncodeToString(sum[:])}
-	raw, err := s.SyscallConn()
-	if err != nil {
-		return false, err
-	}
-	var berr error
-	if err := raw.Control(func(fd uintptr) { berr = unix.Bind(int(fd), addr) }); err != nil {
-		return false, err
-	}
+	berr := WithFd(s, func(fd int) error { return unix.Bind(fd, addr) })
 	if errors.Is(berr, unix.EADDRINUSE) {
 		return false, nil
 	}
