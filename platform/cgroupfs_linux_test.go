@@ -50,12 +50,7 @@ func testCgroup(t *testing.T) (mount, dir string) {
 // proven gone by the cgroup emptying, which each test waits for.
 func startIn(t *testing.T, dir string) *exec.Cmd {
 	t.Helper()
-	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	require.NoError(t, err)
-	defer unix.Close(fd)
-	cmd := exec.Command("/bin/sh", "-c", `trap "" TERM; sleep 1000 & sleep 1000 & wait`)
-	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
-	require.NoError(t, cmd.Start())
+	cmd := startBornIn(t, dir, "/bin/sh", "-c", `trap "" TERM; sleep 1000 & sleep 1000 & wait`)
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
@@ -126,12 +121,7 @@ func TestKillFrozenWithoutCgroupKill(t *testing.T) {
 // instruction. If it does not end within the bound it is killed and reaped.
 func requireRunsIn(t *testing.T, dir string) {
 	t.Helper()
-	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	require.NoError(t, err)
-	defer unix.Close(fd)
-	cmd := exec.Command("/bin/true")
-	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
-	require.NoError(t, cmd.Start())
+	cmd := startBornIn(t, dir, "/bin/true")
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
@@ -142,6 +132,19 @@ func requireRunsIn(t *testing.T, dir string) {
 		<-done
 		t.Fatalf("a process born in %s did not end within a minute: still frozen", dir)
 	}
+}
+
+// startBornIn starts name with args born inside the cgroup dir (clone into
+// the cgroup, so it never runs outside it). The caller reaps it.
+func startBornIn(t *testing.T, dir, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(fd)
+	cmd := exec.Command(name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+	require.NoError(t, cmd.Start())
+	return cmd
 }
 
 // A controller is enabled for a cgroup's children from the mount down, and a
