@@ -320,7 +320,7 @@ func workerStarted(t *testing.T, r *run) int64 {
 	t.Helper()
 	path := filepath.Join(r.dir, "started")
 	var b []byte
-	// The file exists a moment before its line is written.
+	// escaper renames the file into place with its line in it.
 	proctest.WaitFor(t, bound, "the worker's start time", func() bool {
 		b, _ = os.ReadFile(path)
 		return bytes.HasSuffix(b, []byte("\n"))

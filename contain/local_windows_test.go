@@ -130,7 +130,7 @@ func terminateInJob(t *testing.T, r *run, pid uint32) {
 func startedNs(t *testing.T, path string) int64 {
 	t.Helper()
 	var b []byte
-	// The file exists a moment before its line is written.
+	// escaper renames the file into place with its line in it.
 	proctest.WaitFor(t, long, "the worker's start time", func() bool {
 		b, _ = os.ReadFile(path)
 		return bytes.HasSuffix(b, []byte("\n"))

@@ -39,6 +39,7 @@
 //	                        "worker says hello" on stdout, "worker stderr hello"
 //	                        on stderr
 //	--started-at PATH       write the unix nanoseconds at which main started
+//	                        (PATH appears with its line in it)
 //	--tamper PATH           probe the supervisor's state and record one line per
 //	                        attempt in PATH: "ok WHAT" or "fail WHAT: ERR"
 //	--inside PATH           (Linux) write what the worker sees of itself: the

@@ -35,7 +35,7 @@ const usage = `usage: escaper [flags]   (no arguments: flags from $ESCAPER_ARGS,
   --tamper PATH           probe supervisor state, record "ok WHAT"/"fail WHAT: err" lines
   --inside PATH           (Linux) write the worker's identity, pid, open fds and the pids its /proc lists
   --reach LIST            (Linux) wait for pids in LIST, try to signal/stop/ptrace/read them, record in LIST.out
-  --started-at PATH       write the unix nanoseconds at which main started (benchmarks)
+  --started-at PATH       write the unix nanoseconds at which main started (the file appears whole)
   --setsid                worker calls setsid()
   --setpgid               worker calls setpgid(0, 0)
   --child                 spawn one child in the same group
@@ -130,7 +130,10 @@ func main() {
 		runtime.UnlockOSThread()
 	}
 	if o.startedAt != "" {
-		if err := appendLine(o.startedAt, fmt.Sprintf("%d\n", startedAt.UnixNano())); err != nil {
+		// Whole, never empty: a fake hold's waitfile takes the file's existence
+		// as the worker's start, and a prompt teardown must not end the
+		// worker between the file's creation and its line.
+		if err := writeFileAtomic(o.startedAt, fmt.Appendf(nil, "%d\n", startedAt.UnixNano())); err != nil {
 			die("--started-at: %v", err)
 		}
 	}
