@@ -177,7 +177,7 @@ func (g *guardian) spawnShim(name string, in, out, errf *os.File, init msg) (*sh
 	if err != nil {
 		return nil, err
 	}
-	return g.spawnRoot(groupRoot{name: name, exe: exe, argv: []string{"octostore-supervisor", ShimArg}, env: helperEnv(ownProcs)},
+	return g.spawnRoot(groupRoot{name: name, exe: exe, argv: []string{"octostore-supervisor", ShimArg}, env: helperEnv()},
 		in, out, errf, init)
 }
 
@@ -196,7 +196,7 @@ func (g *guardian) spawnHoldRoot(events *os.File, argv, env []string, image *os.
 	// takes HoldRootArg in HoldArg's place. Our environment comes first: the
 	// first of two equal names is the one Go reads.
 	root := groupRoot{name: groupHold, exe: exe, argv: append([]string{argv[0], HoldRootArg}, argv[2:]...),
-		env: append(helperEnv(holdRootProcs), env...), inproc: true}
+		env: append(helperEnv(), env...), inproc: true}
 	return g.spawnRoot(root, os.Stdin, events, os.Stderr, msg{Op: opInit})
 }
 

@@ -86,14 +86,6 @@ func HoldRootMain(hold Hold) int {
 	return holdRoot{c: c}.serve(done)
 }
 
-// holdRootProcs is the embedded hold's GOMAXPROCS. It waits on the network
-// or the file system and parses a little JSON; a second P only kept a second
-// cache of partly used heap spans, about 0.25 MB (docs/benchmarks.md,
-// 2026-12-03). The helpers keep ownProcs: with one P a shim's start of the
-// worker, on a thread of its own, waited for the P, and the gate's p50 grew
-// by 1.4-5.6 ms, its worst case to 213 ms.
-const holdRootProcs = 1
-
 type holdRoot struct{ c *conn }
 
 // serve answers the guardian until it goes away.

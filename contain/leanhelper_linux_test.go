@@ -58,6 +58,9 @@ func TestHelpersStartFromTheLeanImage(t *testing.T) {
 		for pid, what := range map[int]string{supervisor: "supervisor", guardian: "guardian", workerShim: "worker's shim", hold.Pid: "embedded hold"} {
 			requireNoThreadInSocketRead(t, pid, what)
 		}
+		for pid, what := range map[int]string{guardian: "guardian", workerShim: "worker's shim", hold.Pid: "embedded hold"} {
+			requireOneP(t, pid, what)
+		}
 		require.Contains(t, platform.Cmdline(supervisor), room+" agent", "ps shows the supervisor's own words")
 		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", supervisor))
 		require.NoError(t, err)
@@ -85,6 +88,9 @@ func TestHelpersStartFromTheLeanImage(t *testing.T) {
 		for pid, what := range map[int]string{supervisor: "supervisor", guardian: "guardian", holdShim: "hold's shim", workerShim: "worker's shim"} {
 			requireLean(t, pid, what)
 			requireNoThreadInSocketRead(t, pid, what)
+		}
+		for pid, what := range map[int]string{guardian: "guardian", holdShim: "hold's shim", workerShim: "worker's shim"} {
+			requireOneP(t, pid, what)
 		}
 		require.NoError(t, os.WriteFile(filepath.Join(r.dir, "go"), nil, 0o644))
 		require.Equal(t, 20, r.wait(bound), r.stderr())
@@ -155,6 +161,22 @@ func requireNoThreadInSocketRead(t *testing.T, pid int, what string) {
 		require.NotEqual(t, "unix_stream_read_generic", wchan, "a thread of the %s (%d) waits in a socket read", what, pid)
 	}
 	require.Positive(t, named, "the wait channels of the %s's threads are readable", what)
+}
+
+// requireOneP: a helper's runtime starts with one P. Its environment says so
+// before the runtime reads it, and the first GOMAXPROCS there is the one Go
+// reads (the embedded hold's own environment comes after ours).
+func requireOneP(t *testing.T, pid int, what string) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	require.NoError(t, err)
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if v, ok := strings.CutPrefix(kv, "GOMAXPROCS="); ok {
+			require.Equal(t, "1", v, "the %s (%d) starts with one P", what, pid)
+			return
+		}
+	}
+	require.Fail(t, "no GOMAXPROCS in the environment", "the %s (%d)", what, pid)
 }
 
 func requireLean(t *testing.T, pid int, what string) {

@@ -35,9 +35,18 @@ const (
 // in newosproc in 2 of 15 runs of TestHole7PidExhaustion.
 const reservedThreads = 12
 
-// ownProcs is the GOMAXPROCS every process of ours runs with: helpers get it in
-// their environment (startHelper), the supervisor sets it (reserveThreads).
+// ownProcs is the most Ps any process of ours runs with: the supervisor caps
+// itself at it (reserveThreads), the thread reserve is sized for it.
 const ownProcs = 2
+
+// helperProcs is the GOMAXPROCS of every helper (the guardian, the shims, the
+// embedded hold's root), given in its environment so that the runtime starts
+// with it: set later, the second P and its cache of partly used heap spans
+// already exist. That cache is about 0.2 MB of every helper, and no helper
+// has work for two Ps at once: interleaved with helpers at two Ps, the
+// gate, teardown and the tree and fork-storm rows did not grow
+// (docs/benchmarks.md, "2026-12-04, late morning").
+const helperProcs = 1
 
 // reserveThreads caps GOMAXPROCS at ownProcs, then reserves the threads. The
 // reserve is sized for ownProcs: with the host's GOMAXPROCS the GC alone runs
@@ -219,17 +228,17 @@ const imageFdMin = 32
 // startHelper re-executes this binary (exe: selfExe or helperImage) as a helper
 // with the given descriptors as fds 0..n and its own process group.
 func startHelper(exe, arg string, files []*os.File, setsid bool) (int, error) {
-	return startProcess(exe, []string{"octostore-supervisor", arg}, helperEnv(ownProcs), files, setsid)
+	return startProcess(exe, []string{"octostore-supervisor", arg}, helperEnv(), files, setsid)
 }
 
-// helperEnv is the whole environment of a helper that runs with procs Ps.
+// helperEnv is the whole environment of a helper.
 // profstackdepth=0: the runtime gives every thread two buffers for the stacks
 // of profiling samples (2.2 KB at the default depth), and nothing profiles a
 // helper; with the thread reserve that is about 50 KB a run (docs/benchmarks.md).
 // It cannot be a //go:debug line: the go command accepts only the settings
 // it knows there, and this one is the runtime's alone.
-func helperEnv(procs int) []string {
-	return []string{"GOTRACEBACK=single", "GODEBUG=profstackdepth=0", "GOMAXPROCS=" + strconv.Itoa(procs)}
+func helperEnv() []string {
+	return []string{"GOTRACEBACK=single", "GODEBUG=profstackdepth=0", "GOMAXPROCS=" + strconv.Itoa(helperProcs)}
 }
 
 // startProcess starts one of our own processes (a helper, the embedded hold's
