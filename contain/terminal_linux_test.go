@@ -171,7 +171,7 @@ func TestF6WorkerShimKilled(t *testing.T) {
 			require.NoError(t, syscall.Kill(shim.Pid, syscall.SIGKILL))
 			survivors := survivorsAt(members, killed.Add(time.Second))
 			require.Equal(t, 70, r.wait(bound), r.stderr())
-			require.Empty(t, survivors, "the shim's orphans were still alive 1 s after it was killed (the run ended %v after)", time.Since(killed))
+			require.Empty(t, survivors, "the shim's orphans were still alive 1 s after it was killed (the run ended %v after); stderr:\n%s", time.Since(killed), r.stderr())
 			require.Contains(t, r.stderr(), "the process rooting the worker group died unexpectedly")
 			require.Equal(t, []string{"acquired"}, r.events())
 		})
