@@ -486,15 +486,15 @@ func (g *guardian) others(grp *shimGroup) []int {
 	return pids
 }
 
-// rootOf is where a sweep of grp starts: its shim, or, once the shim has been
-// reaped, the guardian itself with the other groups skipped.
+// rootOf is where a sweep of grp starts: its shim while it runs, or, once it is
+// dying or gone, the guardian itself with the other groups skipped. A dying
+// shim's orphans move to us before it shows as dead (platform.Proc.Exiting),
+// and a walk below it then finds nothing: an empty tree that proves nothing.
 func (g *guardian) rootOf(grp *shimGroup, others []int) (int, []int) {
-	select {
-	case <-grp.gone:
-		return os.Getpid(), others
-	default:
+	if g.shimAlive(grp) {
 		return grp.pid, nil
 	}
+	return os.Getpid(), others
 }
 
 // sweep touches only grp, so containAll may run one per group concurrently.
@@ -510,9 +510,11 @@ func (g *guardian) sweep(grp *shimGroup, others []int, termUntil time.Time) Repo
 	}
 	rep := s.terminate(root, skip, termUntil, g.proof, os.Stderr)
 	if root == grp.pid && !g.shimAlive(grp) {
-		// The shim died (a worker can SIGKILL it) before or while we swept: its
+		// The shim began to die (a worker can SIGKILL it) while we swept: its
 		// orphans re-parented to us and a scan below its pid no longer sees
 		// them, so that "empty" proves nothing. Sweep our own tree at once.
+		// A shim not exiting now was not exiting during the scan either, and
+		// only an exiting shim hands its children on.
 		// The same sweeper keeps counting, so Killed covers both passes.
 		again := s.terminate(os.Getpid(), others, time.Now(), g.proof, os.Stderr)
 		rep = again
@@ -553,8 +555,8 @@ func (g *guardian) endInProc(grp *shimGroup, termUntil time.Time) {
 	g.awaitExitReport(grp, time.Until(termUntil))
 }
 
-// shimAlive reports whether grp's shim still runs. Under g.mu the reaper cannot
-// reap it, so its pid still names it.
+// shimAlive reports whether grp's shim still runs and has not begun to exit.
+// Under g.mu the reaper cannot reap it, so its pid still names it.
 func (g *guardian) shimAlive(grp *shimGroup) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -564,7 +566,7 @@ func (g *guardian) shimAlive(grp *shimGroup) bool {
 	default:
 	}
 	p, err := platform.NewProcReader().Stat(grp.pid)
-	return err == nil && !p.Dead()
+	return err == nil && !p.Dead() && !p.Exiting()
 }
 
 // killShim kills a shim whose tree is proven empty. The pid is our own

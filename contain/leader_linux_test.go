@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/octostore-supervisor/supervisor/platform"
 )
 
 // leaderExitInBackground is a shell command that starts the escaper with
@@ -130,4 +132,38 @@ func TestShimAloneKillsLeaderExitEscapee(t *testing.T) {
 	requireAllDeadWithin(t, r.dir, 2*time.Second)
 	require.Equal(t, 137, r.wait(bound))
 	requireLeaderExitEnded(t, r.dir)
+}
+
+// The state the guardian's sweep root hangs on (platform.Proc.Exiting): a
+// process whose leader thread has exited while another runs on is exiting but
+// not dead; a running process is neither; and the exiting one is still
+// exiting, not dead, until its last thread has gone.
+func TestLeaderExitedProcessReadsExitingNotDead(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd := exec.Command(bins.esc, "--ignore-signals", "--leader-exit", filepath.Join(dir, "heartbeat"))
+	require.NoError(t, cmd.Start())
+	ended := make(chan error, 1)
+	go func() { ended <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // pidfd-backed, and our unreaped child
+		<-ended
+	})
+	pr := platform.NewProcReader()
+	p, err := pr.Stat(cmd.Process.Pid)
+	require.NoError(t, err)
+	require.False(t, p.Exiting(), "a process that runs is not exiting")
+	require.False(t, p.Dead())
+
+	waitFile(t, filepath.Join(dir, "heartbeat"), bound)
+	p, err = pr.Stat(cmd.Process.Pid)
+	require.NoError(t, err)
+	require.Equal(t, byte('Z'), p.State, "the leader has exited")
+	require.Greater(t, p.Threads, 1, "a thread runs on")
+	require.True(t, p.Exiting(), "its leader's task is past the start of its exit")
+	require.False(t, p.Dead(), "but the process runs on")
+
+	require.NoError(t, cmd.Process.Kill())
+	require.ErrorContains(t, <-ended, "signal: killed")
+	ended <- nil // for the cleanup
 }

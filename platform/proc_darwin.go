@@ -33,6 +33,13 @@ type Proc struct {
 // in main leaves the process running, not a zombie.)
 func (p Proc) Dead() bool { return p.State == 'Z' }
 
+// Exiting is always false here. On Linux it warns that a dying process's
+// children are moving to the subreaper above it (see the Linux Exiting); macOS
+// has no subreaper, a dead shim's orphans go to launchd, and what follows them
+// is the group's family (its process group, sessions and every member seen),
+// not a walk below the guardian.
+func (p Proc) Exiting() bool { return false }
+
 // ProcReader reads the process table. It holds no state, so unlike the Linux
 // reader it is safe for concurrent use.
 type ProcReader struct{}

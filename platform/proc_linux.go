@@ -25,7 +25,20 @@ type Proc struct {
 	Threads    int  // num_threads: the group's threads not yet released, the leader included
 	StartTicks uint64
 	Comm       string
+	flags      uint64 // the leader thread's task flags (field 9)
 }
+
+// pfExiting is the kernel's PF_EXITING task flag (include/linux/sched.h).
+const pfExiting = 0x4
+
+// Exiting reports whether the process has begun to exit (its leader thread has,
+// and a group exit takes the leader too) without being Dead yet: a SIGKILLed
+// process of several threads is in this state for a while. Its children do not
+// wait for it: when its last thread that is not exiting is gone, each exiting
+// thread hands its children to the subreaper at once, before the process shows
+// as a zombie. A walk below such a process can find it empty while its orphans
+// already run below the subreaper.
+func (p Proc) Exiting() bool { return p.flags&pfExiting != 0 }
 
 // Dead reports whether the process can no longer run: a zombie waiting to be
 // reaped, or one already being torn down. Zombies are not survivors.
@@ -106,6 +119,9 @@ func parseStat(pid int, b []byte) (Proc, error) {
 		if *dst, err = strconv.Atoi(string(fields[1+i])); err != nil {
 			return Proc{}, fmt.Errorf("parse /proc/%d/stat field %d: %w", pid, 4+i, err)
 		}
+	}
+	if p.flags, err = strconv.ParseUint(string(fields[6]), 10, 64); err != nil {
+		return Proc{}, fmt.Errorf("parse /proc/%d/stat flags: %w", pid, err)
 	}
 	var ok bool
 	if p.Threads, ok = atoiPositive(fields[17]); !ok {
