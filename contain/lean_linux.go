@@ -137,7 +137,13 @@ func handOver(diag io.Writer, lean *os.File, h handover) error {
 	// The original words follow the run's descriptor, so that ps shows what
 	// was asked for; the lean image reads the run from the descriptor alone.
 	argv := append([]string{os.Args[0], SuperviseArg, strconv.Itoa(int(run.Fd()))}, os.Args[1:]...)
-	err = syscall.Exec("/proc/self/fd/"+strconv.Itoa(int(lean.Fd())), argv, os.Environ())
+	// The lean supervisor starts with one P, as the helpers do (helperProcs),
+	// set before its runtime starts. Ours comes first, which is the one Go
+	// reads; the caller's environment follows unchanged, and what the hold
+	// and the worker get is the configuration's copy of it (Config.Env,
+	// RunConfig.Env), taken before this exec.
+	env := append([]string{"GOMAXPROCS=" + strconv.Itoa(helperProcs)}, os.Environ()...)
+	err = syscall.Exec("/proc/self/fd/"+strconv.Itoa(int(lean.Fd())), argv, env)
 	closeOnExec(inherit) // the exec failed: they are this process's alone again
 	return fmt.Errorf("execve: %w", err)
 }

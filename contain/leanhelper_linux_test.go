@@ -163,9 +163,42 @@ func requireNoThreadInSocketRead(t *testing.T, pid int, what string) {
 	require.Positive(t, named, "the wait channels of the %s's threads are readable", what)
 }
 
-// requireOneP: a helper's runtime starts with one P. Its environment says so
+// The supervisor continued in the lean image starts with one P, as its helpers
+// do, and what it sets for itself reaches neither the hold nor the worker: both
+// get the caller's environment as it was.
+func TestLeanSupervisorKeepsItsOwnPs(t *testing.T) {
+	t.Parallel()
+	r := start(t, sc{
+		env:     []string{"GOMAXPROCS=7"},
+		holdPre: "env > {dir}/hold.env",
+		worker:  "--term-exits --env-out {dir}/env",
+		hold:    []string{"emit:leader,term=4,budget=60000", "waitfile:{dir}/env", "waitfile:{dir}/go", "emit:released,term=4"},
+	})
+	r.waitEvent("leader", bound)
+	waitFile(t, filepath.Join(r.dir, "env"), bound)
+	supervisor := r.cmd.Process.Pid
+	requireLean(t, supervisor, "supervisor")
+	requireOneP(t, supervisor, "supervisor")
+	for _, f := range []string{"env", "hold.env"} {
+		b, err := os.ReadFile(filepath.Join(r.dir, f))
+		require.NoError(t, err)
+		var set []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "GOMAXPROCS=") {
+				set = append(set, l)
+			}
+		}
+		require.Equal(t, []string{"GOMAXPROCS=7"}, set, "%s: the caller's setting, alone", f)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(r.dir, "go"), nil, 0o644))
+	require.Equal(t, 0, r.wait(bound), r.stderr())
+	require.Equal(t, []string{"leader", "released"}, r.events())
+}
+
+// requireOneP: a process of ours starts with one P. Its environment says so
 // before the runtime reads it, and the first GOMAXPROCS there is the one Go
-// reads (the embedded hold's own environment comes after ours).
+// reads (the caller's, for the embedded hold and the lean supervisor, comes
+// after ours).
 func requireOneP(t *testing.T, pid int, what string) {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))

@@ -40,12 +40,13 @@ const reservedThreads = 12
 const ownProcs = 2
 
 // helperProcs is the GOMAXPROCS of every helper (the guardian, the shims, the
-// embedded hold's root), given in its environment so that the runtime starts
-// with it: set later, the second P and its cache of partly used heap spans
-// already exist. That cache is about 0.2 MB of every helper, and no helper
-// has work for two Ps at once: interleaved with helpers at two Ps, the
-// gate, teardown and the tree and fork-storm rows did not grow
-// (docs/benchmarks.md, "2026-12-04, late morning").
+// embedded hold's root) and of a supervisor continued in the lean image, given
+// in its environment so that the runtime starts with it: set later, the
+// second P and its cache of partly used heap spans already exist. That cache
+// is about 0.2-0.3 MB of every process, and none of them has work for two Ps
+// at once: interleaved against two Ps, the gate, teardown and the tree and
+// fork-storm rows did not grow (docs/benchmarks.md, "2026-12-04, late
+// morning").
 const helperProcs = 1
 
 // reserveThreads caps GOMAXPROCS at ownProcs, then reserves the threads. The
