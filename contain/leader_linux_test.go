@@ -135,11 +135,16 @@ func TestShimAloneKillsLeaderExitEscapee(t *testing.T) {
 }
 
 // The state the guardian's sweep root hangs on (platform.Proc.Exiting): a
-// process whose leader thread has exited while another runs on is exiting but
-// not dead; a running process is neither; and the exiting one is still
-// exiting, not dead, until its last thread has gone.
+// running process (this one) is neither exiting nor dead; a process whose
+// leader thread has exited while another runs on is exiting but not dead.
 func TestLeaderExitedProcessReadsExitingNotDead(t *testing.T) {
 	t.Parallel()
+	pr := platform.NewProcReader()
+	p, err := pr.Stat(os.Getpid())
+	require.NoError(t, err)
+	require.False(t, p.Exiting(), "a process that runs is not exiting")
+	require.False(t, p.Dead())
+
 	dir := t.TempDir()
 	cmd := exec.Command(bins.esc, "--ignore-signals", "--leader-exit", filepath.Join(dir, "heartbeat"))
 	require.NoError(t, cmd.Start())
@@ -149,12 +154,6 @@ func TestLeaderExitedProcessReadsExitingNotDead(t *testing.T) {
 		_ = cmd.Process.Kill() // pidfd-backed, and our unreaped child
 		<-ended
 	})
-	pr := platform.NewProcReader()
-	p, err := pr.Stat(cmd.Process.Pid)
-	require.NoError(t, err)
-	require.False(t, p.Exiting(), "a process that runs is not exiting")
-	require.False(t, p.Dead())
-
 	waitFile(t, filepath.Join(dir, "heartbeat"), bound)
 	p, err = pr.Stat(cmd.Process.Pid)
 	require.NoError(t, err)
