@@ -15,8 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/octostore-supervisor/supervisor/contain"
 	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/platform"
 )
 
 // The issue 14 tables: teardown to the supervisor's exit beside the physical
@@ -93,10 +96,10 @@ func benchScaleTable(b *testing.B) {
 	const idle = 10 * time.Second
 	var rows []row
 	for _, n := range []int{1, 10, 50} {
-		rows = append(rows, benchScale(b, n, idle))
+		rows = append(rows, append(benchScale(b, n, idle), ms(benchStopFloor(b, n))))
 	}
-	printTable(fmt.Sprintf("N concurrent supervised elections on the host-local authority (embedded hold, one room each, `exec sleep` workers, backend auto); processes and PSS count the supervisor-side processes (supervisor, guardian, shims, embedded hold), not the workers; idle CPU over %v:", idle),
-		row{"N", "start all (to N leader lines)", "processes", "PSS per run (target <= 5 MB at N = 50)", "idle CPU per run per 10 s (target <= 5 ms)", "stop all (SIGTERM; target <= 500 ms at N = 50)"}, rows)
+	printTable(fmt.Sprintf("N concurrent supervised elections on the host-local authority (embedded hold, one room each, `exec sleep` workers, backend auto); processes and PSS count the supervisor-side processes (supervisor, guardian, shims, embedded hold), not the workers; idle CPU over %v; floor: N more such runs, every process of theirs (workers included) SIGKILLed at once, until the last is reaped:", idle),
+		row{"N", "start all (to N leader lines)", "processes", "PSS per run (target <= 5 MB at N = 50)", "idle CPU per run per 10 s (target <= 5 ms)", "stop all (SIGTERM; target <= 500 ms at N = 50)", "stop all, floor"}, rows)
 }
 
 // localState is a private state directory for the host-local authority, as
@@ -114,6 +117,33 @@ func localState(b *testing.B) (env []string, worker string) {
 }
 
 func benchScale(b *testing.B, n int, idle time.Duration) row {
+	cmds, startAll := startScaleRuns(b, n)
+	time.Sleep(time.Second) // let start-up settle before sampling idle cost
+	var procs []ourProc
+	for _, c := range cmds {
+		procs = append(procs, ourProcesses(c.Process.Pid)...)
+	}
+	before := make([]int64, len(procs))
+	for i, p := range procs {
+		before[i] = cpuAndSwitches(p.pid)[0]
+	}
+	time.Sleep(idle)
+	var cpu, pss float64
+	for i, p := range procs {
+		cpu += float64(cpuAndSwitches(p.pid)[0]-before[i]) * 10 // clock ticks of 10 ms
+		pss += memOf(p.pid).pss
+	}
+
+	stopping := time.Now()
+	stopScaleRuns(cmds)
+	stopped := time.Since(stopping)
+	return row{fmt.Sprint(n), ms(startAll), fmt.Sprint(len(procs)), fmt.Sprintf("%.1f MB", pss/float64(n)),
+		fmt.Sprintf("%.0f ms", cpu/float64(n)*float64(10*time.Second)/float64(idle)), ms(stopped)}
+}
+
+// startScaleRuns starts n supervised elections, one room each, and returns
+// once each has printed its leader line.
+func startScaleRuns(b *testing.B, n int) ([]*exec.Cmd, time.Duration) {
 	env, worker := localState(b)
 	rooms := make([]string, n)
 	for i := range rooms {
@@ -132,20 +162,21 @@ func benchScale(b *testing.B, n int, idle time.Duration) row {
 		rooms[i] = room.ElectionID
 	}
 
-	cmds := make([]*exec.Cmd, n)
+	cmds := make([]*exec.Cmd, 0, n)
 	leaders := make(chan error, n)
 	began := time.Now()
-	for i, room := range rooms {
+	for _, room := range rooms {
 		cmd := exec.Command(bins.sup, "election", "--server", "local", room, "agent", worker)
 		cmd.Env = env
 		stdout, err := cmd.StdoutPipe()
+		if err == nil {
+			err = cmd.Start()
+		}
 		if err != nil {
+			stopScaleRuns(cmds)
 			b.Fatal(err)
 		}
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		cmds[i] = cmd
+		cmds = append(cmds, cmd)
 		go func() {
 			sc := bufio.NewScanner(stdout)
 			for sc.Scan() {
@@ -158,43 +189,70 @@ func benchScale(b *testing.B, n int, idle time.Duration) row {
 			leaders <- fmt.Errorf("supervisor %d ended without a leader line", cmd.Process.Pid)
 		}()
 	}
-	stopAll := func() {
-		for _, c := range cmds {
-			_ = c.Process.Signal(syscall.SIGTERM)
-		}
-		for _, c := range cmds {
-			_ = c.Wait()
-		}
-	}
 	for range cmds {
 		if err := <-leaders; err != nil {
-			stopAll()
+			stopScaleRuns(cmds)
 			b.Fatal(err)
 		}
 	}
-	startAll := time.Since(began)
+	return cmds, time.Since(began)
+}
 
-	time.Sleep(time.Second) // let start-up settle before sampling idle cost
-	var procs []ourProc
+func stopScaleRuns(cmds []*exec.Cmd) {
 	for _, c := range cmds {
-		procs = append(procs, ourProcesses(c.Process.Pid)...)
+		_ = c.Process.Signal(syscall.SIGTERM)
 	}
-	before := make([]int64, len(procs))
-	for i, p := range procs {
-		before[i] = cpuAndSwitches(p.pid)[0]
+	for _, c := range cmds {
+		_ = c.Wait()
 	}
-	time.Sleep(idle)
-	var cpu, pss float64
-	for i, p := range procs {
-		cpu += float64(cpuAndSwitches(p.pid)[0]-before[i]) * 10 // clock ticks of 10 ms
-		pss += memOf(p.pid).pss
-	}
+}
 
-	stopping := time.Now()
-	stopAll()
-	stopped := time.Since(stopping)
-	return row{fmt.Sprint(n), ms(startAll), fmt.Sprint(len(procs)), fmt.Sprintf("%.1f MB", pss/float64(n)),
-		fmt.Sprintf("%.0f ms", cpu/float64(n)*float64(10*time.Second)/float64(idle)), ms(stopped)}
+// benchStopFloor is stop-all's floor: n more runs, started as benchScale's,
+// whose every process (supervisor, guardian, shims, hold, worker) gets SIGKILL
+// at once, timed until the last of them is reaped. No protocol, no proof: what
+// the kernel needs to end and reap that many processes of that size. The
+// supervisors are our children; the rest re-parent to us (TestMain made us a
+// subreaper) or are reaped by a parent that outlives them a moment.
+func benchStopFloor(b *testing.B, n int) time.Duration {
+	cmds, _ := startScaleRuns(b, n)
+	time.Sleep(time.Second)
+	pr := platform.NewProcReader()
+	var all, others []platform.Proc
+	for _, c := range cmds {
+		p, err := pr.Stat(c.Process.Pid)
+		if err != nil {
+			stopScaleRuns(cmds)
+			b.Fatal(err)
+		}
+		ds, _ := pr.Descendants(p.Pid, nil)
+		all = append(append(all, p), ds...)
+		others = append(others, ds...)
+	}
+	began := time.Now()
+	for _, p := range all {
+		_ = pr.Signal(p, syscall.SIGKILL)
+	}
+	for _, c := range cmds {
+		_ = c.Wait()
+	}
+	for len(others) > 0 {
+		left := others[:0]
+		for _, p := range others {
+			var ws unix.WaitStatus
+			if got, _ := unix.Wait4(p.Pid, &ws, unix.WNOHANG, nil); got == p.Pid {
+				continue // reaped by us
+			}
+			if now, err := pr.Stat(p.Pid); err != nil || now.StartTicks != p.StartTicks {
+				continue // reaped by its own parent
+			}
+			left = append(left, p)
+		}
+		others = left
+		if len(others) > 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return time.Since(began)
 }
 
 // benchRenewalsTable: the anonymous memory of every supervisor-side process
