@@ -248,6 +248,11 @@ func benchStopFloor(b *testing.B, n int) time.Duration {
 			left = append(left, p)
 		}
 		others = left
+		if len(others) > 0 && time.Since(began) > time.Minute {
+			// A generous bound, so a process the kill cannot end fails the
+			// bench instead of hanging it.
+			b.Fatalf("stop floor: %d processes killed a minute ago are not reaped, the first pid %d", len(others), others[0].Pid)
+		}
 		if len(others) > 0 {
 			time.Sleep(time.Millisecond)
 		}
