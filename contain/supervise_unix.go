@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -286,6 +287,15 @@ func sweepStale(b Backend, _ time.Duration, diag io.Writer) {
 		case s.UnprovenSince != "":
 			fmt.Fprintf(diag, "octostore-supervisor: abandoned run %s still holds %d processes after cgroup.kill (stuck in the kernel?); starts no longer wait for it: `octostore-supervisor sweep` waits for it and names what is left, `octostore-supervisor doctor` lists such runs\n", s.Dir, s.Processes)
 		}
+	}
+	if len(runs) > 0 {
+		// Each abandoned run swept leaves about 20 KB of garbage (measured:
+		// 48 runs, 1.0 MB), and pages the heap touched stay this process's
+		// until the runtime's scavenger returns them, which it had not done
+		// four minutes in. The supervisor lives as long as its run, so this
+		// one start gives them back now: a collection and an madvise, a
+		// millisecond or two, only after a crash left runs behind.
+		debug.FreeOSMemory()
 	}
 }
 
