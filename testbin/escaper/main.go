@@ -277,6 +277,20 @@ func (o *options) conf() conf {
 	return conf{ignoreSignals: o.ignoreSignals, pidfile: o.pidfile, marker: o.marker, markerAfter: o.markerAfter}
 }
 
+// report records a failure of a process whose stderr nobody reads (every
+// child's is the null device): with a pidfile, it is appended to
+// errorsFile(pidfile), where a test that misses a role can show why;
+// without one it goes to stderr.
+func (c conf) report(format string, a ...any) {
+	line := fmt.Sprintf("escaper %d: "+format+"\n", append([]any{os.Getpid()}, a...)...)
+	if c.pidfile == "" || appendLine(errorsFile(c.pidfile), line) != nil {
+		os.Stderr.WriteString(line)
+	}
+}
+
+// errorsFile is where processes sharing pidfile report their failures.
+func errorsFile(pidfile string) string { return pidfile + ".errors" }
+
 // die reports a failed run-time action and exits 70: a requested escape
 // that silently did not happen would make a test pass for the wrong reason.
 func die(format string, a ...any) {
@@ -383,6 +397,7 @@ func spawnAll(o *options) {
 	start := func(role string, budget int, extra ...string) *exec.Cmd {
 		cmd, err := spawn(role, c, budget, extra...)
 		if err != nil {
+			c.report("spawn %s: %v", role, err)
 			die("spawn %s: %v", role, err)
 		}
 		return cmd
@@ -514,7 +529,7 @@ var zombieCmds []*exec.Cmd
 
 // spawnShares starts up to fanout children of role that together account
 // for total processes (each child counts itself and spawns its own share
-// minus one), retrying a failed fork every 10 ms.
+// minus one), retrying a failed fork every 10 ms; each failure is reported.
 func spawnShares(role string, c conf, total, fanout int) {
 	for _, n := range shares(total, fanout) {
 		for {
@@ -523,6 +538,7 @@ func spawnShares(role string, c conf, total, fanout int) {
 				go func() { _ = cmd.Wait() }()
 				break
 			}
+			c.report("spawn %s: %v (retrying)", role, err)
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
@@ -635,10 +651,14 @@ func runChild(role string, args []string) int {
 		fmt.Fprintf(os.Stderr, "escaper: bad internal child invocation (role %q)\n", role)
 		return exitUsage
 	}
-	// Failures go to stderr, which is /dev/null except for the setuid
-	// child, whose worker relays them.
+	// Failures go to stderr, which is the null device except for the
+	// setuid child, whose worker relays them (one line, which it parses);
+	// every other child also reports them to the pidfile's errors file.
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(os.Stderr, "escaper: "+format+"\n", a...)
+		if c.pidfile != "" && role != "setuid" {
+			c.report("%s: "+format, append([]any{role}, a...)...)
+		}
 		return exitSoftware
 	}
 	if c.ignoreSignals {
@@ -659,11 +679,11 @@ func runChild(role string, args []string) int {
 		ignoreHUP()
 	case "daemon":
 		if err := setsid(); err != nil {
-			return exitSoftware
+			return fail("setsid: %v", err)
 		}
 	case "pgchild", "host":
 		if err := setpgid(0, 0); err != nil {
-			return exitSoftware
+			return fail("setpgid: %v", err)
 		}
 	case "setuid":
 		if err := dropPrivileges(*uid); err != nil {
@@ -698,7 +718,7 @@ func runChild(role string, args []string) int {
 		// Classic daemonize: start the grandchild and exit without waiting,
 		// so it is reparented away from the worker's tree.
 		if _, err := spawn(next, c, 0); err != nil {
-			return exitSoftware
+			return fail("spawn %s: %v", next, err)
 		}
 		return 0
 	case "tree":

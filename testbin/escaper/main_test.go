@@ -21,26 +21,6 @@ import (
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
-// waitRoles waits until the pidfile holds at least n lines of each role and
-// returns the entries by role.
-func waitRoles(t *testing.T, pidfile string, want map[string]int) map[string][]proctest.Record {
-	t.Helper()
-	var by map[string][]proctest.Record
-	proctest.WaitFor(t, 30*time.Second, fmt.Sprintf("pidfile roles %v", want), func() bool {
-		by = map[string][]proctest.Record{}
-		for _, e := range records(t, pidfile) {
-			by[e.Role] = append(by[e.Role], e)
-		}
-		for r, n := range want {
-			if len(by[r]) < n {
-				return false
-			}
-		}
-		return true
-	})
-	return by
-}
-
 // records reads the pidfile, failing the test on a malformed line.
 func records(t *testing.T, pidfile string) []proctest.Record {
 	t.Helper()

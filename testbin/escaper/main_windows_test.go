@@ -96,28 +96,6 @@ func tempDir(t *testing.T) string {
 	return d
 }
 
-// waitRoles waits until the pidfile holds at least want[role] lines of each
-// role and returns the records by role.
-func waitRoles(t *testing.T, pidfile string, want map[string]int) map[string][]proctest.Record {
-	t.Helper()
-	var by map[string][]proctest.Record
-	proctest.WaitFor(t, long, fmt.Sprintf("pidfile roles %v", want), func() bool {
-		recs, err := proctest.ReadPidfile(pidfile)
-		require.NoError(t, err)
-		by = map[string][]proctest.Record{}
-		for _, e := range recs {
-			by[e.Role] = append(by[e.Role], e)
-		}
-		for r, n := range want {
-			if len(by[r]) < n {
-				return false
-			}
-		}
-		return true
-	})
-	return by
-}
-
 // alive reports whether the recorded process still runs: its pid opens, it
 // is the same process (creation time), and it has not exited.
 func alive(t *testing.T, e proctest.Record) bool {
