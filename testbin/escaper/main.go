@@ -529,16 +529,20 @@ var zombieCmds []*exec.Cmd
 
 // spawnShares starts up to fanout children of role that together account
 // for total processes (each child counts itself and spawns its own share
-// minus one), retrying a failed fork every 10 ms; each failure is reported.
+// minus one), retrying a failed fork every 10 ms. Only a share's first
+// failure is reported: under a pids limit a storm fails for as long as it
+// runs, and a line every 10 ms from each process would flood the report.
 func spawnShares(role string, c conf, total, fanout int) {
 	for _, n := range shares(total, fanout) {
-		for {
+		for tries := 0; ; tries++ {
 			cmd, err := spawn(role, c, n)
 			if err == nil {
 				go func() { _ = cmd.Wait() }()
 				break
 			}
-			c.report("spawn %s: %v (retrying)", role, err)
+			if tries == 0 {
+				c.report("spawn %s: %v (retrying every 10 ms)", role, err)
+			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
