@@ -19,7 +19,10 @@
 //	                        to PATH in one O_APPEND write (STARTTIME: field 22 of
 //	                        /proc/PID/stat on Linux, p_starttime in µs on
 //	                        macOS); the worker writes the lines of the
-//	                        --light-tree processes
+//	                        --light-tree processes. A process that fails to
+//	                        start a child or to set itself up (a child's
+//	                        stderr is the null device) appends
+//	                        "escaper PID: WHAT" to PATH.errors
 //	--log PATH              append "started PID term $OCTOSTORE_FENCING_TERM" at
 //	                        start and, with --term-exits, "stopped PID"
 //	--env-out PATH          write the worker's environment, one KEY=VALUE a line

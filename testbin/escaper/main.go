@@ -20,7 +20,8 @@ import (
 )
 
 const usage = `usage: escaper [flags]   (no arguments: flags from $ESCAPER_ARGS, split on spaces)
-  --pidfile PATH          append "PID STARTTIME ROLE" for every escaper and light process
+  --pidfile PATH          append "PID STARTTIME ROLE" for every escaper and light process;
+                          a failed start of a child, or a child's failed set-up, to PATH.errors
   --log PATH              append "started PID term T" (and "stopped PID" with --term-exits)
   --env-out PATH          write the worker's environment, one KEY=VALUE per line
   --term-exits            on SIGTERM/SIGINT/SIGHUP log "stopped PID" and exit 0
