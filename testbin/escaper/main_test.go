@@ -21,14 +21,6 @@ import (
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
-// records reads the pidfile, failing the test on a malformed line.
-func records(t *testing.T, pidfile string) []proctest.Record {
-	t.Helper()
-	recs, err := proctest.ReadPidfile(pidfile)
-	require.NoError(t, err)
-	return recs
-}
-
 // mustStat reads a recorded process, which must still be the one recorded.
 func mustStat(t *testing.T, e proctest.Record) platform.Proc {
 	t.Helper()

@@ -186,9 +186,7 @@ func TestBreakawayRefused(t *testing.T) {
 	b, err := os.ReadFile(logf)
 	require.NoError(t, err)
 	require.Contains(t, string(b), "breakaway refused: ")
-	recs, err := proctest.ReadPidfile(pf)
-	require.NoError(t, err)
-	for _, e := range recs {
+	for _, e := range records(t, pf) {
 		require.NotEqual(t, "breakaway", e.Role, "a breakaway child recorded itself")
 	}
 	teardown(t, r, nil)

@@ -21,10 +21,8 @@ func waitRoles(t *testing.T, pidfile string, want map[string]int) map[string][]p
 	t.Helper()
 	var by map[string][]proctest.Record
 	if proctest.Until(time.Minute, func() bool {
-		recs, err := proctest.ReadPidfile(pidfile)
-		require.NoError(t, err)
 		by = map[string][]proctest.Record{}
-		for _, e := range recs {
+		for _, e := range records(t, pidfile) {
 			by[e.Role] = append(by[e.Role], e)
 		}
 		for r, n := range want {
@@ -47,4 +45,12 @@ func waitRoles(t *testing.T, pidfile string, want map[string]int) map[string][]p
 	t.Fatalf("timed out after a minute waiting for pidfile roles %v; seen %v; reported by the processes:\n%s",
 		want, seen, reported)
 	return nil
+}
+
+// records reads the pidfile, failing the test on a malformed line.
+func records(t *testing.T, pidfile string) []proctest.Record {
+	t.Helper()
+	recs, err := proctest.ReadPidfile(pidfile)
+	require.NoError(t, err)
+	return recs
 }
