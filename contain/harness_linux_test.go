@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/octostore-supervisor/supervisor/contain"
 	"github.com/octostore-supervisor/supervisor/internal/proctest"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
@@ -27,6 +28,9 @@ func TestMain(m *testing.M) {
 	// (local_linux_test.go); it then does only that.
 	if os.Getenv(localWorkerEnv) != "" {
 		os.Exit(localWorkerMain())
+	}
+	if os.Getenv(contain.ShimFdProbeEnv) != "" {
+		os.Exit(contain.ShimFdProbe())
 	}
 	// Built once for both runs of the suite (make test runs it per backend)
 	// and kept while the sources stay the same.

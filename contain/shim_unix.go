@@ -130,7 +130,13 @@ func startProgram(p program) (int, error) {
 	defer unix.Close(0)
 	defer unix.Close(fdOut)
 	defer unix.Close(fdErr)
-	defer unix.Close(fdLeaf)
+	if p.leaf != "" {
+		// Only the cgroup backend hands a leaf over as fd 6. Without one,
+		// 6 is whatever this process opened next: the Go runtime's epoll
+		// descriptor, when its poller started on the first free number, and
+		// closing that crashed the shim (epollwait failed with EBADF).
+		defer unix.Close(fdLeaf)
+	}
 	spawn := func(path string, argv []string, sys *syscall.SysProcAttr) (int, error) {
 		type result struct {
 			pid int
