@@ -95,7 +95,7 @@ func (d *Diagnosis) helperImage() {
 		d.add(name, false, "not used by a non-root supervisor: its helpers start from a sealed memfd copy of this whole binary, so they are non-dumpable from their first instruction")
 		return
 	}
-	f, err := leanHelper(HelperCacheDir)
+	f, err := leanHelper(helperCaches()...)
 	switch {
 	case err != nil:
 		d.add(name, false, err.Error()+"; helpers start from this whole binary meanwhile")
@@ -121,7 +121,7 @@ func (d *Diagnosis) holdImage() {
 		return
 	}
 	defer self.Close()
-	f, err := holdImageFrom(self, HelperCacheDir)
+	f, err := holdImageFrom(self, helperCaches()...)
 	switch {
 	case err != nil:
 		d.add(name, false, err.Error()+"; the embedded hold starts from this whole binary meanwhile")

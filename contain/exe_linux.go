@@ -1,6 +1,8 @@
 package contain
 
 import (
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -56,18 +58,15 @@ func helperImage(diag io.Writer, hold holdStart) (img helperImages, err error) {
 		return rootImages(self, hold.light, diag)
 	}
 	defer self.Close()
-	fd, err := unix.MemfdCreate("octostore-supervisor", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
-	if err == unix.EINVAL { // kernels before 6.3 have no MFD_EXEC and allow exec anyway
-		fd, err = unix.MemfdCreate("octostore-supervisor", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
-	}
+	whole, err := withoutBundle(self)
 	if err != nil {
-		return img, fmt.Errorf("create an execute-only copy of this program (memfd_create; vm.memfd_noexec must be 0 or 1): %w", err)
-	}
-	copyImg := os.NewFile(uintptr(fd), "octostore-supervisor-image")
-	defer copyImg.Close()
-	if err := fillImage(copyImg, self); err != nil {
 		return img, fmt.Errorf("create an execute-only copy of this program: %w", err)
 	}
+	copyImg, err := sealedCopy("octostore-supervisor-image", whole, nil)
+	if err != nil {
+		return img, fmt.Errorf("create an execute-only copy of this program: %w", err)
+	}
+	defer copyImg.Close()
 	img.guardian, img.release, err = highPath(copyImg)
 	return img, err
 }
@@ -78,7 +77,7 @@ func helperImage(diag io.Writer, hold holdStart) (img helperImages, err error) {
 // meanwhile): embeddedHoldImage. It takes self over: kept as hold, or closed.
 func rootImages(self *os.File, light bool, diag io.Writer) (helperImages, error) {
 	whole := helperImages{guardian: "/proc/self/exe", release: func() {}}
-	lean, err := leanFrom(self, HelperCacheDir)
+	lean, err := leanFrom(self, helperCaches()...)
 	if err != nil {
 		fmt.Fprintf(diag, "octostore-supervisor: helpers start from this binary, not the lean helper image: %v\n", err)
 	}
@@ -96,27 +95,60 @@ func rootImages(self *os.File, light bool, diag io.Writer) (helperImages, error)
 	return helperImages{guardian: path, hold: hold, release: func() { release(); hold.Close() }}, nil
 }
 
-// fillImage copies our binary into img, makes it execute-only and seals it,
-// so nothing can change what the helpers run from it. A bundled helper image
-// is left out: nothing here runs it, and the copy is memory of its own.
-func fillImage(img, src *os.File) error {
-	bundle, ok, err := helperimage.FindFile(src)
+// withoutBundle is our binary without the helper images bundled with it:
+// nothing that starts from a copy of it runs them, and the copy is memory of
+// its own.
+func withoutBundle(self *os.File) (io.Reader, error) {
+	bundle, ok, err := helperimage.FindFile(self)
 	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return self, nil
+	}
+	// A LimitedReader keeps io.Copy on copy_file_range (os.File.ReadFrom).
+	return io.LimitReader(self, bundle.Offset), nil
+}
+
+// errDamagedImage: a bundled image's bytes do not match its SHA-256.
+var errDamagedImage = errors.New("the helper image bundled with this binary is damaged (its SHA-256 differs from its trailer's); reinstall octostore-supervisor")
+
+// sealedCopy copies src into a new memfd, checks its SHA-256 against sum
+// where one is given, makes it execute-only and seals it, so nothing can
+// change what is started from it. name is the file's, for messages.
+func sealedCopy(name string, src io.Reader, sum *[sha256.Size]byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate("octostore-supervisor", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
+	if err == unix.EINVAL { // kernels before 6.3 have no MFD_EXEC and allow exec anyway
+		fd, err = unix.MemfdCreate("octostore-supervisor", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("memfd_create (vm.memfd_noexec must be 0 or 1): %w", err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	if err := fillSealed(f, src, sum); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func fillSealed(f *os.File, src io.Reader, sum *[sha256.Size]byte) error {
+	h := sha256.New()
+	w := io.Writer(f)
+	if sum != nil {
+		w = io.MultiWriter(f, h)
+	}
+	if _, err := io.Copy(w, src); err != nil {
 		return err
 	}
-	var from io.Reader = src
-	if ok {
-		// A LimitedReader keeps io.Copy on copy_file_range (os.File.ReadFrom).
-		from = io.LimitReader(src, bundle.Offset)
+	if sum != nil && [sha256.Size]byte(h.Sum(nil)) != *sum {
+		return errDamagedImage
 	}
-	if _, err := io.Copy(img, from); err != nil {
-		return err
-	}
-	if err := unix.Fchmod(int(img.Fd()), 0o111); err != nil {
+	if err := unix.Fchmod(int(f.Fd()), 0o111); err != nil {
 		return fmt.Errorf("fchmod: %w", err)
 	}
 	seals := unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE | unix.F_SEAL_SEAL
-	if _, err := unix.FcntlInt(img.Fd(), unix.F_ADD_SEALS, seals); err != nil {
+	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, seals); err != nil {
 		return fmt.Errorf("seal: %w", err)
 	}
 	return nil

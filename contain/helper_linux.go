@@ -10,10 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/octostore-supervisor/supervisor/internal/helperimage"
+	"github.com/octostore-supervisor/supervisor/platform"
 )
 
 // HelperCacheDir is where a root supervisor keeps the lean helper images it
@@ -30,17 +32,27 @@ import (
 // remove and rewrite the other's.
 const HelperCacheDir = "/run/octostore-supervisor/helpers"
 
-// leanHelper opens the lean helper image bundled with this binary from its
-// copy in dir, writing the copy first if there is none. nil, nil: this binary
+// HelperCacheFallbackDir is the cache where /run does not let programs
+// execute, as systemd hosts mount it (noexec). /var/lib is the system's own
+// persistent state, executable on ordinary installs; copies there outlive a
+// reboot, so a version's copies stay until removed by hand (any time: a run
+// executes its image through a descriptor it opened, never by name).
+const HelperCacheFallbackDir = "/var/lib/octostore-supervisor/helpers"
+
+// helperCaches are the caches in the order they are tried (bundledImage).
+func helperCaches() []string { return []string{HelperCacheDir, HelperCacheFallbackDir} }
+
+// leanHelper opens the lean helper image bundled with this binary
+// (bundledImage, from dirs). nil, nil: this binary
 // carries no helper image (built without `make build`), and helpers start from
 // the binary itself.
-func leanHelper(dir string) (*os.File, error) {
+func leanHelper(dirs ...string) (*os.File, error) {
 	self, err := os.Open("/proc/self/exe")
 	if err != nil {
 		return nil, err
 	}
 	defer self.Close()
-	return leanFrom(self, dir)
+	return leanFrom(self, dirs...)
 }
 
 // embeddedHoldImage is what the embedded hold starts from, given self, this
@@ -53,7 +65,7 @@ func embeddedHoldImage(self *os.File, light bool, diag io.Writer) *os.File {
 	if !light {
 		return self
 	}
-	f, err := holdImageFrom(self, HelperCacheDir)
+	f, err := holdImageFrom(self, helperCaches()...)
 	if err != nil {
 		fmt.Fprintf(diag, "octostore-supervisor: the embedded hold starts from this binary, not the bundled hold image: %v\n", err)
 	}
@@ -64,23 +76,56 @@ func embeddedHoldImage(self *os.File, light bool, diag io.Writer) *os.File {
 	return f
 }
 
-// holdImageFrom opens the copy in dir of the hold image bundled with self,
-// writing the copy first if there is none; nil, nil: self carries none.
-func holdImageFrom(self *os.File, dir string) (*os.File, error) {
+// holdImageFrom opens the hold image bundled with self (bundledImage, from
+// dirs); nil, nil: self carries none.
+func holdImageFrom(self *os.File, dirs ...string) (*os.File, error) {
 	img, ok, err := helperimage.FindHold(self)
 	if err != nil || !ok {
 		return nil, err
 	}
-	return cachedImage(self, img, dir)
+	return bundledImage(self, img, dirs)
 }
 
 // leanFrom is leanHelper with this binary already open as self.
-func leanFrom(self *os.File, dir string) (*os.File, error) {
+func leanFrom(self *os.File, dirs ...string) (*os.File, error) {
 	img, ok, err := helperimage.FindFile(self)
 	if err != nil || !ok {
 		return nil, err
 	}
-	return cachedImage(self, img, dir)
+	return bundledImage(self, img, dirs)
+}
+
+// bundledImage opens img, an image bundled with bin, from its copy in the
+// first of dirs whose file system lets programs execute, writing the copy
+// there first if there is none. Where none does, it is a sealed memfd copy
+// of its own (sealedCopy): the same code, executable whatever is mounted
+// noexec, at the price of the image's size in memory for each run rather
+// than once for all of them. The file's name says which it is.
+func bundledImage(bin io.ReaderAt, img helperimage.Image, dirs []string) (*os.File, error) {
+	var refused []string
+	for _, dir := range dirs {
+		if err := executableDir(dir); err != nil {
+			refused = append(refused, err.Error())
+			continue
+		}
+		return cachedImage(bin, img, dir)
+	}
+	name := "a sealed memfd copy (no cache directory lets programs execute: " + strings.Join(refused, "; ") + ")"
+	return sealedCopy(name, io.NewSectionReader(bin, img.Offset, img.Size), &img.Sum)
+}
+
+// executableDir creates dir as rootOnlyDirs does, where the file system it is
+// on lets programs execute (checked before anything is created there, and
+// again on dir itself, which may be a mount of its own).
+func executableDir(dir string) error {
+	base := filepath.Dir(filepath.Dir(dir))
+	if err := platform.Executable(base); err != nil {
+		return err
+	}
+	if err := rootOnlyDirs(dir); err != nil {
+		return err
+	}
+	return platform.Executable(dir)
 }
 
 // cachedImage opens the copy in dir of img, the helper image bundled with
@@ -164,7 +209,7 @@ func writeCached(name string, img io.Reader, sum [sha256.Size]byte) (err error) 
 		return fmt.Errorf("write the helper image %s: %w", tmp, err)
 	}
 	if [sha256.Size]byte(h.Sum(nil)) != sum {
-		return errors.New("the helper image bundled with this binary is damaged (its SHA-256 differs from its trailer's); reinstall octostore-supervisor")
+		return errDamagedImage
 	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", tmp, err)

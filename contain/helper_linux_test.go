@@ -3,11 +3,13 @@ package contain
 import (
 	"bytes"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/octostore-supervisor/supervisor/internal/helperimage"
 )
@@ -149,4 +151,57 @@ func TestCachedImageRefusesWhatRootDidNotWrite(t *testing.T) {
 func requireRoot(t *testing.T) {
 	t.Helper()
 	require.Zero(t, os.Geteuid(), "the helper image cache is root's; run the contain tests as root (as CI does)")
+}
+
+// noexecDir is a directory on a tmpfs of its own mounted noexec, as systemd
+// hosts mount /run; unmounted when the test ends.
+func noexecDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOEXEC|unix.MS_NOSUID|unix.MS_NODEV, "size=64m,mode=0755"))
+	t.Cleanup(func() { require.NoError(t, unix.Unmount(dir, 0)) })
+	return dir
+}
+
+// On a host whose /run is noexec the bundled images come from the next cache
+// whose file system lets programs execute, and where there is none, from a
+// sealed memfd copy: never a path execve refuses. Before, a root supervisor
+// in a systemd service exited 70 (the lean image and the guardian: execve:
+// permission denied).
+func TestBundledImageIsExecutableWhereTheCacheIsNoexec(t *testing.T) {
+	requireRoot(t)
+	prog, err := os.ReadFile("/bin/true")
+	require.NoError(t, err)
+	bin, img := bundled(t, prog)
+	noexec := filepath.Join(noexecDir(t), "octostore-supervisor", "helpers")
+	exec := filepath.Join(t.TempDir(), "octostore-supervisor", "helpers")
+
+	t.Run("the next cache", func(t *testing.T) {
+		f, err := bundledImage(bin, img, []string{noexec, exec})
+		require.NoError(t, err)
+		defer f.Close()
+		require.Equal(t, filepath.Join(exec, sumName(img)), f.Name())
+		require.NoDirExists(t, filepath.Dir(noexec), "nothing is made where nothing may run")
+		requireRuns(t, f)
+	})
+	t.Run("a sealed copy", func(t *testing.T) {
+		f, err := bundledImage(bin, img, []string{noexec})
+		require.NoError(t, err)
+		defer f.Close()
+		require.Contains(t, f.Name(), "a sealed memfd copy")
+		require.Contains(t, f.Name(), "mounted noexec")
+		seals, err := unix.FcntlInt(f.Fd(), unix.F_GET_SEALS, 0)
+		require.NoError(t, err)
+		require.NotZero(t, seals&unix.F_SEAL_WRITE)
+		requireRuns(t, f)
+	})
+}
+
+// requireRuns executes img through its descriptor, as the supervisor starts
+// its helpers.
+func requireRuns(t *testing.T, img *os.File) {
+	t.Helper()
+	cmd := osexec.Command("/proc/self/fd/3")
+	cmd.ExtraFiles = []*os.File{img}
+	require.NoError(t, cmd.Run())
 }

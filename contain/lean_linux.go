@@ -66,7 +66,7 @@ func continueLean(diag io.Writer, h handover) {
 	if os.Geteuid() != 0 {
 		return
 	}
-	lean, err := leanHelper(HelperCacheDir)
+	lean, err := leanHelper(helperCaches()...)
 	if err != nil || lean == nil {
 		// The guardian's launch says why there is no lean image
 		// (rootImages); it is the same question, asked once.
