@@ -17,6 +17,7 @@ type Backend struct {
 	Name   string // BackendCgroup, BackendProcessGroup or BackendJob
 	Mount  string // cgroup: the v2 mount point
 	Parent string // cgroup: the directory runs are created below
+	Top    string // cgroup: the highest cgroup whose control files are ours to write (Parent on a systemd host)
 	Join   bool   // cgroup: clone3 is refused, so programs join their leaf through a re-exec
 	PidMax int    // cgroup: pids.max of the worker leaf; job: the worker job's active-process limit; 0: no limit
 	Note   string // why this backend (and what it lacks), for the start line and doctor
@@ -39,7 +40,18 @@ type BackendRequest struct {
 	CgroupParent string // optional absolute directory on the cgroup v2 mount
 	MaxProcesses int    // pids.max for the worker leaf; 0 means the default
 	MaxSet       bool   // MaxProcesses was given explicitly
+	// LookOnly: find where runs are (sweep), moving nothing, this process
+	// included, and starting no scope.
+	LookOnly bool
+	Scope    ScopeFunc
 }
+
+// ScopeFunc asks systemd for its scope delegated to supervisors
+// (platform/systemd): join moves this process into it, starting it if need
+// be; else it is only looked up ("" for none). It returns the scope's cgroup
+// below the mount. nil: no D-Bus client is linked (the helper images), and a
+// systemd host without a cgroup delegated to us has no cgroup backend.
+type ScopeFunc func(join bool) (string, error)
 
 // DefaultMaxProcesses is the worker leaf's pids.max when the pids controller is available.
 const DefaultMaxProcesses = 4096

@@ -52,43 +52,19 @@ func cgroupBackend(req BackendRequest) (Backend, error) {
 		return Backend{}, err
 	}
 	b := Backend{Name: BackendCgroup, Mount: mount}
-	switch {
-	case req.CgroupParent != "":
-		p := filepath.Clean(req.CgroupParent)
-		if !filepath.IsAbs(p) {
-			return Backend{}, fmt.Errorf("--cgroup-parent %s must be an absolute path", req.CgroupParent)
-		}
-		if st, err := os.Stat(p); err != nil {
-			return Backend{}, fmt.Errorf("--cgroup-parent %s does not exist", p)
-		} else if !st.IsDir() {
-			return Backend{}, fmt.Errorf("--cgroup-parent %s is not a directory", p)
-		}
-		if err := platform.IsCgroupV2(p); err != nil {
-			return Backend{}, fmt.Errorf("--cgroup-parent %w", err)
-		}
-		if err := platform.Delegated(p); err != nil {
-			return Backend{}, fmt.Errorf("--cgroup-parent %w", err)
-		}
-		b.Parent, b.Note = p, "--cgroup-parent"
-	default:
-		own, err := platform.OwnCgroupV2()
-		if err != nil {
-			return Backend{}, err
-		}
-		if dir := filepath.Join(mount, own); own != "/" && platform.Delegated(dir) == nil {
-			b.Parent, b.Note = dir, "our own cgroup is delegated to us"
-		} else if os.Geteuid() == 0 {
-			dir := filepath.Join(mount, "octostore-supervisor")
-			if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-				return Backend{}, fmt.Errorf("create %s: %w", dir, err)
-			}
-			if err := platform.Delegated(dir); err != nil {
-				return Backend{}, err
-			}
-			b.Parent, b.Note = dir, "dedicated subtree (root)"
-		} else {
-			return Backend{}, fmt.Errorf("our cgroup %s is not delegated to us and we are not root", own)
-		}
+	if req.CgroupParent != "" {
+		b.Parent, b.Note, err = givenParent(mount, req)
+	} else {
+		b.Parent, b.Note, err = runsParent(mount, req)
+	}
+	if err != nil {
+		return Backend{}, err
+	}
+	// On a systemd host nothing above the cgroup delegated to us is ours to
+	// write, not even where root can.
+	b.Top = mount
+	if platform.SystemdBooted() {
+		b.Top = b.Parent
 	}
 	if _, err := os.Stat(filepath.Join(b.Parent, "cgroup.freeze")); err != nil && b.Parent != mount {
 		return Backend{}, fmt.Errorf("%s has no cgroup.freeze (kernel older than 5.2?)", b.Parent)
@@ -111,6 +87,103 @@ func cgroupBackend(req BackendRequest) (Backend, error) {
 	}
 	b.Note = strings.Join(append([]string{b.Note}, notes...), "; ")
 	return b, nil
+}
+
+// givenParent is --cgroup-parent, checked, and vacated where we run in it.
+func givenParent(mount string, req BackendRequest) (string, string, error) {
+	p := filepath.Clean(req.CgroupParent)
+	if !filepath.IsAbs(p) {
+		return "", "", fmt.Errorf("--cgroup-parent %s must be an absolute path", req.CgroupParent)
+	}
+	if st, err := os.Stat(p); err != nil {
+		return "", "", fmt.Errorf("--cgroup-parent %s does not exist", p)
+	} else if !st.IsDir() {
+		return "", "", fmt.Errorf("--cgroup-parent %s is not a directory", p)
+	}
+	if err := platform.IsCgroupV2(p); err != nil {
+		return "", "", fmt.Errorf("--cgroup-parent %w", err)
+	}
+	if err := platform.Delegated(p); err != nil {
+		return "", "", fmt.Errorf("--cgroup-parent %w", err)
+	}
+	if own, err := platform.OwnCgroupV2(); err == nil && filepath.Join(mount, own) == p {
+		return vacated(p, req, "--cgroup-parent")
+	}
+	return p, "--cgroup-parent", nil
+}
+
+// SupervisorLeaf is the cgroup a supervisor moves into below the cgroup
+// delegated to it, beside its runs, as systemd's delegation contract
+// describes: a cgroup that passes controllers on to its children may hold no
+// process itself. Its guardian and shims start there too.
+const SupervisorLeaf = "supervisor"
+
+// runsParent is where runs go when no --cgroup-parent was given, and why:
+// our own cgroup when it was delegated to us; else, on a systemd host, the
+// scope systemd delegates to supervisors (BackendRequest.Scope); else, as
+// root on a host without systemd, a dedicated subtree. A cgroup we run in is
+// vacated first (VacateCgroup), unless only looking.
+func runsParent(mount string, req BackendRequest) (string, string, error) {
+	own, err := platform.OwnCgroupV2()
+	if err != nil {
+		return "", "", err
+	}
+	dir := filepath.Join(mount, own)
+	systemd := platform.SystemdBooted()
+	delegated := func(d string) bool {
+		return d != mount && platform.Delegated(d) == nil && (!systemd || platform.DelegateMarked(mount, d))
+	}
+	switch {
+	case filepath.Base(dir) == SupervisorLeaf && delegated(filepath.Dir(dir)):
+		return filepath.Dir(dir), "the cgroup above ours is delegated to us", nil
+	case delegated(dir):
+		return vacated(dir, req, "our own cgroup is delegated to us")
+	case systemd && req.Scope != nil:
+		return scopeParent(mount, req)
+	case systemd:
+		return "", "", fmt.Errorf("our cgroup %s was not delegated to us by systemd (no delegate mark on it); run us in a unit with Delegate=yes, or with systemd-run --scope -p Delegate=yes", own)
+	case os.Geteuid() == 0:
+		return dedicatedParent(mount)
+	}
+	return "", "", fmt.Errorf("our cgroup %s is not delegated to us and we are not root", own)
+}
+
+// scopeParent is the scope systemd delegates to supervisors, joined (or only
+// looked up, req.LookOnly).
+func scopeParent(mount string, req BackendRequest) (string, string, error) {
+	cg, err := req.Scope(!req.LookOnly)
+	if err != nil {
+		return "", "", err
+	}
+	if cg == "" {
+		return "", "", errors.New("systemd has no scope of ours: no supervisor runs on this host, and no run of one is left")
+	}
+	return vacated(filepath.Join(mount, cg), req, "a scope systemd delegated to supervisors")
+}
+
+// vacated is dir, as the parent of runs, once every process of its own was
+// moved into SupervisorLeaf.
+func vacated(dir string, req BackendRequest, note string) (string, string, error) {
+	if req.LookOnly {
+		return dir, note, nil
+	}
+	if _, err := platform.VacateCgroup(dir, SupervisorLeaf); err != nil {
+		return "", "", err
+	}
+	return dir, note + "; we moved into " + SupervisorLeaf + "/ below it", nil
+}
+
+// dedicatedParent is root's own subtree on a host without systemd, where no
+// service manager owns the hierarchy.
+func dedicatedParent(mount string) (string, string, error) {
+	dir := filepath.Join(mount, "octostore-supervisor")
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", "", fmt.Errorf("create %s: %w", dir, err)
+	}
+	if err := platform.Delegated(dir); err != nil {
+		return "", "", err
+	}
+	return dir, "dedicated subtree (root)", nil
 }
 
 func controllers(dir string) []string {

@@ -55,7 +55,7 @@ func createRun(b Backend, name string, groups []string) (*cgroupRun, error) {
 		return nil, fmt.Errorf("refusing to create cgroup %q: not a run directory name", name)
 	}
 	dir := filepath.Join(b.Parent, name)
-	if err := platform.MakeCgroup(b.Mount, dir, 0); err != nil {
+	if err := platform.MakeCgroup(b.Top, dir, 0); err != nil {
 		return nil, fmt.Errorf("create cgroup %s: %w", dir, err)
 	}
 	r := &cgroupRun{dir: dir, leaves: map[string]*leaf{}}
@@ -65,7 +65,7 @@ func createRun(b Backend, name string, groups []string) (*cgroupRun, error) {
 			pidsMax = b.PidMax
 		}
 		l := &leaf{dir: filepath.Join(dir, g)}
-		if err := platform.MakeCgroup(b.Mount, l.dir, pidsMax); err != nil {
+		if err := platform.MakeCgroup(b.Top, l.dir, pidsMax); err != nil {
 			r.remove(io.Discard)
 			return nil, fmt.Errorf("create cgroup %s: %w", l.dir, err)
 		}

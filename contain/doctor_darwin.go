@@ -11,7 +11,7 @@ import (
 
 // Doctor reports what this macOS host offers for the process-group backend and
 // what that backend cannot do. It changes nothing.
-func Doctor() Diagnosis {
+func Doctor(ScopeFunc) Diagnosis {
 	var d Diagnosis
 
 	var uts unix.Utsname

@@ -12,9 +12,12 @@ import (
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
-// Doctor reports what this host offers and which backend auto would choose. It
-// changes nothing but may create and remove an empty probe cgroup.
-func Doctor() Diagnosis {
+// Doctor reports what this host offers and which backend auto would choose,
+// checking each claim by doing it: it executes the helper images from their
+// cache, enables a controller in a scratch cgroup, and on a systemd host asks
+// for the scope (scope) where our own cgroup was not delegated, moving itself
+// there as a run would. It removes what it created.
+func Doctor(scope ScopeFunc) Diagnosis {
 	var d Diagnosis
 
 	var uts unix.Utsname

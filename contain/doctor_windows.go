@@ -11,7 +11,7 @@ import (
 
 // Doctor reports what this Windows host offers for the job-object backend. It
 // creates and closes two empty probe jobs and starts nothing.
-func Doctor() Diagnosis {
+func Doctor(ScopeFunc) Diagnosis {
 	var d Diagnosis
 
 	v := windows.RtlGetVersion()

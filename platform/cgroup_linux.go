@@ -204,3 +204,64 @@ func Clone3Available() error {
 		return fmt.Errorf("clone3 is refused: %w", errno)
 	}
 }
+
+// SystemdBooted reports whether systemd is this host's service manager, as
+// sd_booted(3) decides it: /run/systemd/system exists.
+func SystemdBooted() bool {
+	st, err := os.Lstat("/run/systemd/system")
+	return err == nil && st.IsDir()
+}
+
+// DelegateMarked reports whether systemd marked dir, or a cgroup above it,
+// as delegated: it sets the extended attribute trusted.delegate (the system
+// manager) or user.delegate (a user's manager, from systemd 251 on) to "1"
+// on the cgroup of a unit with Delegate=yes. Below such a cgroup, whoever it
+// was delegated to decides; anywhere else on a systemd host, a cgroup we can
+// write is still systemd's.
+func DelegateMarked(mount, dir string) bool {
+	for d := dir; d != mount && strings.HasPrefix(d, mount+"/"); d = filepath.Dir(d) {
+		for _, name := range []string{"trusted.delegate", "user.delegate"} {
+			buf := make([]byte, 8)
+			if n, err := unix.Getxattr(d, name, buf); err == nil && string(buf[:n]) == "1" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// vacateTries bounds VacateCgroup's rounds: a process that forks while it is
+// moved leaves its child behind, found by the next round.
+const vacateTries = 100
+
+// VacateCgroup moves every process in dir (not below it) into its child leaf,
+// creating leaf, so that dir may pass controllers on to its children: cgroup
+// v2 refuses that to a cgroup with processes of its own (the no internal
+// process rule), which is why systemd's delegation contract asks the
+// delegatee to move itself down first. It returns the processes moved.
+func VacateCgroup(dir, leaf string) (int, error) {
+	sub := filepath.Join(dir, leaf)
+	if err := os.Mkdir(sub, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return 0, fmt.Errorf("create %s: %w", sub, err)
+	}
+	moved := 0
+	for range vacateTries {
+		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			return moved, fmt.Errorf("read %s/cgroup.procs: %w", dir, err)
+		}
+		pids := strings.Fields(string(b))
+		if len(pids) == 0 {
+			return moved, nil
+		}
+		for _, pid := range pids {
+			// One pid a write, as the kernel takes them; one that exited
+			// meanwhile (ESRCH) is gone from dir too.
+			if err := writeCgroupFile(sub, "cgroup.procs", pid); err != nil && !errors.Is(err, unix.ESRCH) {
+				return moved, fmt.Errorf("move process %s into %s: %w", pid, sub, err)
+			}
+			moved++
+		}
+	}
+	return moved, fmt.Errorf("%s still holds processes after %d rounds of moving them into %s", dir, vacateTries, leaf)
+}

@@ -24,10 +24,11 @@ import (
 // 5.7 MB RSS against 2.3 MB without it (docs/benchmarks.md, "the helpers
 // without containerd/cgroups"), in every helper of every run.
 
-// MakeCgroup creates the cgroup dir below the cgroup v2 mount. With pidsMax > 0
-// it also enables the pids controller for dir (enableController) and sets
-// dir's pids.max. A failure removes dir again.
-func MakeCgroup(mount, dir string, pidsMax int) (err error) {
+// MakeCgroup creates the cgroup dir below top, the highest cgroup whose
+// cgroup.subtree_control is ours to write (the cgroup v2 mount, or a cgroup
+// delegated to us). With pidsMax > 0 it also enables the pids controller for
+// dir (enableController) and sets dir's pids.max. A failure removes dir again.
+func MakeCgroup(top, dir string, pidsMax int) (err error) {
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
@@ -39,22 +40,23 @@ func MakeCgroup(mount, dir string, pidsMax int) (err error) {
 	if pidsMax <= 0 {
 		return nil
 	}
-	if err := enableController(mount, filepath.Dir(dir), "pids"); err != nil {
+	if err := enableController(top, filepath.Dir(dir), "pids"); err != nil {
 		return err
 	}
 	return writeCgroupFile(dir, "pids.max", strconv.Itoa(pidsMax))
 }
 
-// enableController enables a controller for the children of dir, as
-// containerd/cgroups does: in every cgroup.subtree_control from the mount down
-// to dir, where only the last write, dir's own, must succeed. The ones above may
-// be another user's (a delegated subtree), with the controller enabled already.
-func enableController(mount, dir, name string) error {
-	rel, err := filepath.Rel(mount, dir)
+// enableController enables a controller for the children of dir: in every
+// cgroup.subtree_control from top down to dir, where only the last write,
+// dir's own, must succeed (the ones above may have it enabled already). Never
+// above top: on a systemd host that is the cgroup systemd delegated to us,
+// and what lies above it is systemd's alone to write.
+func enableController(top, dir, name string) error {
+	rel, err := filepath.Rel(top, dir)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return fmt.Errorf("%s is not below the cgroup v2 mount %s", dir, mount)
+		return fmt.Errorf("%s is not below %s, the highest cgroup ours to write", dir, top)
 	}
-	dirs := []string{mount}
+	dirs := []string{top}
 	if rel != "." {
 		for _, part := range strings.Split(rel, "/") {
 			dirs = append(dirs, filepath.Join(dirs[len(dirs)-1], part))

@@ -156,7 +156,7 @@ func TestMakeCgroupControllers(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(mount, "cgroup.controllers"))
 	require.NoError(t, err)
 	offered := strings.Fields(string(b))
-	require.ErrorContains(t, enableController(mount, "/tmp", "pids"), "is not below the cgroup v2 mount")
+	require.ErrorContains(t, enableController(mount, "/tmp", "pids"), "the highest cgroup ours to write")
 
 	if len(offered) > 0 {
 		require.NoError(t, enableController(mount, dir, offered[0]))

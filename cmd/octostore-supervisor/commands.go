@@ -116,7 +116,7 @@ also sweep at start.`,
 		},
 		OnUsageError: usageErr,
 		Action: func(c *cli.Context) error {
-			b, err := contain.ResolveBackend(contain.BackendRequest{Containment: contain.BackendCgroup, CgroupParent: c.String("cgroup-parent")})
+			b, err := contain.ResolveBackend(contain.BackendRequest{Containment: contain.BackendCgroup, CgroupParent: c.String("cgroup-parent"), LookOnly: true, Scope: systemdScope()})
 			if err != nil {
 				return usageError{err.Error()}
 			}

@@ -26,7 +26,7 @@ func doctorCommand(env []string, stdout io.Writer) *cli.Command {
 		},
 		OnUsageError: usageErr,
 		Action: func(c *cli.Context) error {
-			d := doctorReport{Diagnosis: contain.Doctor()}
+			d := doctorReport{Diagnosis: contain.Doctor(systemdScope())}
 			if c.IsSet("server") {
 				probe, err := probeEtcd(c, env)
 				if err != nil {

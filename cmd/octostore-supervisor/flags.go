@@ -70,7 +70,7 @@ func resolveBackend(c *cli.Context) (contain.Backend, error) {
 	}
 	b, err := contain.ResolveBackend(contain.BackendRequest{
 		Containment: c.String("containment"), CgroupParent: c.String("cgroup-parent"),
-		MaxProcesses: n, MaxSet: c.IsSet("max-processes"),
+		MaxProcesses: n, MaxSet: c.IsSet("max-processes"), Scope: systemdScope(),
 	})
 	if err != nil {
 		return b, usageError{err.Error()}
