@@ -64,17 +64,14 @@ func TestHoldTTLOutOfRange(t *testing.T) {
 }
 
 // The supervisor's embedded hold validates with HoldFlags from its own flag
-// set (server, ttl, acquire-timeout, allow-insecure-http) and re-executes
-// this client with HoldRequest.Args: the client must read that command line
-// back as the same request, and refuse what HoldFlags refuses with the same
-// message.
+// set (the transport flags, ttl, acquire-timeout) and re-executes this client
+// with HoldRequest.Args: the client must read that command line back as the
+// same request, and refuse what HoldFlags refuses with the same message.
 func TestHoldFlagsArgsRoundTrip(t *testing.T) {
-	embeddedFlags := []cli.Flag{
-		&cli.StringFlag{Name: "server"},
+	embeddedFlags := append(TransportFlags(""),
 		&cli.UintFlag{Name: "ttl"},
 		&cli.StringFlag{Name: "acquire-timeout"},
-		&cli.BoolFlag{Name: "allow-insecure-http"},
-	}
+	)
 	env := func(k string) (string, bool) {
 		if k == "OCTOSTORE_TOKEN" {
 			return "t", true

@@ -119,13 +119,13 @@ func electionHold(env hold.LookupEnv, stdout, stderr io.Writer, code *int) *cli.
 	return holdCommand(hold.KindElection, "campaign for leadership of an election and hold it until lost or signalled", "<election_id>",
 		append([]cli.Flag{
 			&cli.StringFlag{Name: "candidate", Required: true, Usage: "this candidate's id (1-64 ASCII letters, digits, - _ . :)"},
-		}, holdFlags(hold.KindElection, "leadership TTL in seconds (5-300)", "OctoStore server URL (default $OCTOSTORE_URL, else "+hold.DefaultElectionServer+")")...),
+		}, holdFlags(hold.KindElection, "leadership TTL in seconds (5-300)")...),
 		env, nil, stdout, stderr, code)
 }
 
 func lockHold(env hold.LookupEnv, in io.Reader, stdout, stderr io.Writer, code *int) *cli.Command {
 	return holdCommand(hold.KindLock, "acquire a lock and hold it until lost or signalled (bearer token from OCTOSTORE_TOKEN_FILE or OCTOSTORE_TOKEN)", "<name>",
-		holdFlags(hold.KindLock, "lease TTL in seconds (1-3600)", "OctoStore server URL (or $OCTOSTORE_URL; required for locks)"),
+		holdFlags(hold.KindLock, "lease TTL in seconds (1-3600)"),
 		env, in, stdout, stderr, code)
 }
 
@@ -220,15 +220,10 @@ func outputAndSignals(c *cli.Context, stdout io.Writer) (io.Writer, chan os.Sign
 }
 
 // holdFlags are the flags election hold and lock hold share.
-func holdFlags(kind hold.Kind, ttlUsage, serverUsage string) []cli.Flag {
-	return []cli.Flag{
+func holdFlags(kind hold.Kind, ttlUsage string) []cli.Flag {
+	return append([]cli.Flag{
 		&cli.UintFlag{Name: "ttl", Value: defaultTTL(kind), Usage: ttlUsage},
 		&cli.StringFlag{Name: "acquire-timeout", Usage: "give up acquiring after this long (exit 11); default: wait forever"},
-		&cli.StringFlag{Name: "server", Usage: serverUsage},
-		&cli.BoolFlag{Name: "allow-insecure-http", Usage: "allow plain http to a non-loopback server (development only)"},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON event per line (what octostore-supervisor reads)"},
-		&cli.StringFlag{Name: "connect-timeout", Value: "5s"},
-		&cli.StringFlag{Name: "request-timeout", Value: "10s"},
-		&cli.StringFlag{Name: "shutdown-timeout", Value: "2s"},
-	}
+	}, clientFlags(kind)...)
 }

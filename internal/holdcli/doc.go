@@ -7,8 +7,10 @@
 // It chooses the authority once (resolveTarget, target.open: an OctoStore
 // server, or the host-local one of package hold/local) and every command then
 // calls the hold.Authority it got; HoldFlags is the one validation of a hold's
-// flags, shared with the supervisor's embedded hold. The protocol and the
-// hold state machines live in package hold and its authorities.
+// flags, shared with the supervisor's embedded hold, and TransportFlags the one
+// definition of the flags that choose an authority, shared with the supervisor's
+// embedded hold and doctor. The protocol and the hold state machines live in
+// package hold and its authorities.
 //
 // Internal to this module (Go refuses the import elsewhere); no compatibility
 // promise.

@@ -20,29 +20,19 @@ import (
 // until a signal (130/143). Local validation exits 64 before any request is
 // sent.
 
-// readFlags are the flags of the read-only commands. Only lock commands carry a
-// capability (the bearer token), so only they have --allow-insecure-http;
-// upstream's parser refuses it on the election commands.
-func readFlags(lock bool) []cli.Flag {
-	server := "OctoStore server URL (default $OCTOSTORE_URL, else " + hold.DefaultElectionServer + ")"
-	if lock {
-		server = "OctoStore server URL (or $OCTOSTORE_URL; required for locks)"
-	}
-	flags := []cli.Flag{&cli.StringFlag{Name: "server", Usage: server}}
-	if lock {
-		flags = append(flags, &cli.BoolFlag{Name: "allow-insecure-http", Usage: "allow plain http to a non-loopback server (development only)"})
-	}
-	return append(flags,
+// readFlags are the flags of the read-only commands. Upstream's election
+// commands have no --allow-insecure-http, since over HTTP they carry no
+// capability; ours take it like every command (clientFlags), because the
+// etcd authority refuses cleartext to a non-loopback member for all of them.
+func readFlags(kind hold.Kind) []cli.Flag {
+	return append([]cli.Flag{
 		&cli.BoolFlag{Name: "json", Usage: "print JSON (watch: one JSON snapshot per line)"},
-		&cli.StringFlag{Name: "connect-timeout", Value: "5s"},
-		&cli.StringFlag{Name: "request-timeout", Value: "10s"},
-		&cli.StringFlag{Name: "shutdown-timeout", Value: "2s"},
-	)
+	}, clientFlags(kind)...)
 }
 
 // readCommand builds one read-only command; args is how many positional words
 // it takes (0 or 1) and what to call the one in messages.
-func readCommand(name, usageText, argName string, lock bool, action func(*cli.Context) error) *cli.Command {
+func readCommand(name, usageText, argName string, kind hold.Kind, action func(*cli.Context) error) *cli.Command {
 	want := 0
 	if argName != "" {
 		want = 1
@@ -51,7 +41,7 @@ func readCommand(name, usageText, argName string, lock bool, action func(*cli.Co
 		Name:         name,
 		Usage:        usageText,
 		ArgsUsage:    argName,
-		Flags:        readFlags(lock),
+		Flags:        readFlags(kind),
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
 		Action: func(c *cli.Context) error {
 			if c.NArg() != want {
@@ -93,7 +83,7 @@ func apiFailure(err error, token string) error {
 }
 
 func electionCreate(env hold.LookupEnv, stdout io.Writer) *cli.Command {
-	return readCommand("create", "create one election room; give its ID to every candidate", "", false, func(c *cli.Context) error {
+	return readCommand("create", "create one election room; give its ID to every candidate", "", hold.KindElection, func(c *cli.Context) error {
 		return withAuthority(c, env, hold.KindElection, nil, nil, func(a hold.Authority) error {
 			room, err := a.CreateElection(context.Background())
 			if err != nil {
@@ -111,7 +101,7 @@ func electionCreate(env hold.LookupEnv, stdout io.Writer) *cli.Command {
 }
 
 func electionStatus(env hold.LookupEnv, stdout io.Writer) *cli.Command {
-	return readCommand("status", "print the current leader or vacant state", "<election_id>", false, func(c *cli.Context) error {
+	return readCommand("status", "print the current leader or vacant state", "<election_id>", hold.KindElection, func(c *cli.Context) error {
 		return withAuthority(c, env, hold.KindElection, nil, nil, func(a hold.Authority) error {
 			return printStatus(c, a, hold.KindElection, stdout)
 		})
@@ -119,7 +109,7 @@ func electionStatus(env hold.LookupEnv, stdout io.Writer) *cli.Command {
 }
 
 func lockStatus(env hold.LookupEnv, in io.Reader, stdout, stderr io.Writer) *cli.Command {
-	return readCommand("status", "print whether a lock is free or held (bearer token from OCTOSTORE_TOKEN_FILE or OCTOSTORE_TOKEN)", "<name>", true, func(c *cli.Context) error {
+	return readCommand("status", "print whether a lock is free or held (bearer token from OCTOSTORE_TOKEN_FILE or OCTOSTORE_TOKEN)", "<name>", hold.KindLock, func(c *cli.Context) error {
 		return withAuthority(c, env, hold.KindLock, in, stderr, func(a hold.Authority) error {
 			return printStatus(c, a, hold.KindLock, stdout)
 		})
@@ -141,7 +131,7 @@ func printStatus(c *cli.Context, a hold.Authority, kind hold.Kind, stdout io.Wri
 }
 
 func electionWatch(env hold.LookupEnv, stdout, stderr io.Writer, code *int) *cli.Command {
-	return readCommand("watch", "print the election's status now and after every change, until interrupted", "<election_id>", false, func(c *cli.Context) error {
+	return readCommand("watch", "print the election's status now and after every change, until interrupted", "<election_id>", hold.KindElection, func(c *cli.Context) error {
 		return withAuthority(c, env, hold.KindElection, nil, stderr, func(a hold.Authority) error {
 			*code = runWatch(c, a, hold.KindElection, stdout, stderr)
 			return nil
@@ -150,7 +140,7 @@ func electionWatch(env hold.LookupEnv, stdout, stderr io.Writer, code *int) *cli
 }
 
 func lockWatch(env hold.LookupEnv, in io.Reader, stdout, stderr io.Writer, code *int) *cli.Command {
-	return readCommand("watch", "print the lock's status now and after every change, until interrupted (bearer token as for lock status)", "<name>", true, func(c *cli.Context) error {
+	return readCommand("watch", "print the lock's status now and after every change, until interrupted (bearer token as for lock status)", "<name>", hold.KindLock, func(c *cli.Context) error {
 		return withAuthority(c, env, hold.KindLock, in, stderr, func(a hold.Authority) error {
 			*code = runWatch(c, a, hold.KindLock, stdout, stderr)
 			return nil

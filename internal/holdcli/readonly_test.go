@@ -33,7 +33,7 @@ func TestReadCommandUsage(t *testing.T) {
 		{nil, []string{"octostore", "election", "create", "extra"}, `unexpected argument "extra"`},
 		{nil, []string{"octostore", "election", "status"}, "status needs exactly one <election_id>"},
 		{nil, []string{"octostore", "election", "watch", "a", "b"}, "watch needs exactly one <election_id>"},
-		{nil, []string{"octostore", "election", "status", "room", "--allow-insecure-http"}, "flag provided but not defined"},
+		{nil, []string{"octostore", "election", "status", "room", "--bogus"}, "flag provided but not defined: -bogus"},
 		{nil, []string{"octostore", "election", "status", "room", "--server", "https://h/?q"}, "server URL must not contain a query or fragment"},
 		{nil, []string{"octostore", "election", "watch", "room", "--server", "ftp://h"}, "server URL must use http or https"},
 		{nil, []string{"octostore", "election", "create", "--request-timeout", "0"}, "timeouts must be greater than zero"},

@@ -1,0 +1,57 @@
+package holdcli
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// flagsIn are the flags a message names ("--allow-insecure-http").
+var flagsIn = regexp.MustCompile(`--[a-z][a-z-]*[a-z]`)
+
+// Every command that talks to an authority takes the transport flags, and its
+// cleartext refusal names only flags that the command itself takes: given
+// them, the command gets past the refusal to the check that follows it, the
+// timeouts (issue 35: election create refused --allow-insecure-http while its
+// own refusal told the user to pass it).
+func TestTransportFlagsOnEveryAuthorityCommand(t *testing.T) {
+	vars := map[string]string{"OCTOSTORE_TOKEN": "t"}
+	env := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	for _, c := range []struct {
+		cmd    []string
+		server string
+	}{
+		{[]string{"election", "create"}, "etcd://10.1.2.3:2379"},
+		{[]string{"election", "hold", "room", "--candidate", "a"}, "etcd://10.1.2.3:2379"},
+		{[]string{"election", "status", "room"}, "etcd://10.1.2.3:2379"},
+		{[]string{"election", "watch", "room"}, "etcd://10.1.2.3:2379"},
+		{[]string{"lock", "hold", "n"}, "etcd://10.1.2.3:2379"},
+		{[]string{"lock", "status", "n"}, "etcd://10.1.2.3:2379"},
+		{[]string{"lock", "watch", "n"}, "etcd://10.1.2.3:2379"},
+		// Over HTTP only the commands that carry a capability refuse
+		// cleartext; election create, status and watch carry none.
+		{[]string{"election", "hold", "room", "--candidate", "a"}, "http://10.1.2.3:8080"},
+		{[]string{"lock", "hold", "n"}, "http://10.1.2.3:8080"},
+		{[]string{"lock", "status", "n"}, "http://10.1.2.3:8080"},
+		{[]string{"lock", "watch", "n"}, "http://10.1.2.3:8080"},
+	} {
+		args := append(append([]string{"octostore"}, c.cmd...), "--server", c.server)
+		t.Run(strings.Join(args[1:], " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			require.Equal(t, 64, runTest(args, env, &out, &errb))
+			require.Contains(t, errb.String(), "refusing")
+			named := flagsIn.FindAllString(errb.String(), -1)
+			require.NotEmpty(t, named, errb.String())
+
+			args := append(append(args, named...), "--connect-timeout", "1s", "--request-timeout", "0", "--shutdown-timeout", "1s")
+			out.Reset()
+			errb.Reset()
+			require.Equal(t, 64, runTest(args, env, &out, &errb), args)
+			require.Equal(t, "octostore: timeouts must be greater than zero\n", errb.String(), args)
+			require.Empty(t, out.String())
+		})
+	}
+}
