@@ -31,62 +31,30 @@ func Main(version string, args []string, env hold.LookupEnv, s Streams) int {
 	return run(version, args, env, s.Stdin, s.Stdout, s.Stderr)
 }
 
-// exitError carries an exit code and a one-line message for stderr.
+// exitError carries an exit code and a one-line message for stderr, and for
+// a usage error the usage of the command it happened in (FormatUsage).
 type exitError struct {
-	code int
-	msg  string
+	code  int
+	msg   string
+	usage string
 }
 
 func (e exitError) Error() string { return e.msg }
 
-func usage(msg string) error { return exitError{hold.ExitUsage, msg} }
+func usage(msg string) error { return exitError{code: hold.ExitUsage, msg: msg} }
+
+// usageIn is a usage error in c's command: its message and that command's
+// usage.
+func usageIn(c *cli.Context, msg string) error {
+	return exitError{code: hold.ExitUsage, msg: msg, usage: FormatUsage(c.Command.UsageText)}
+}
+
+// usageErr is every command's OnUsageError: a flag the parser refused.
+func usageErr(c *cli.Context, err error, _ bool) error { return usageIn(c, err.Error()) }
 
 func run(version string, args []string, env hold.LookupEnv, stdin io.Reader, stdout, stderr io.Writer) int {
 	code := hold.ExitOK
-	app := &cli.App{
-		Name:            "octostore",
-		Usage:           "hold OctoStore election leadership and print its events",
-		Version:         version,
-		Writer:          stdout,
-		ErrWriter:       stderr,
-		HideHelpCommand: true,
-		ExitErrHandler:  func(*cli.Context, error) {},
-		OnUsageError:    func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
-		Commands: []*cli.Command{
-			{
-				Name:  "election",
-				Usage: "elections: hold leadership",
-				Subcommands: []*cli.Command{
-					electionHold(env, stdout, stderr, &code),
-					electionCreate(env, stdout), electionStatus(env, stdout), electionWatch(env, stdout, stderr, &code),
-				},
-				OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
-			},
-			{
-				Name:  "lock",
-				Usage: "locks: hold one exact work item",
-				Subcommands: []*cli.Command{
-					lockHold(env, stdin, stdout, stderr, &code),
-					lockStatus(env, stdin, stdout, stderr), lockWatch(env, stdin, stdout, stderr, &code),
-				},
-				OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
-			},
-			{
-				Name:  "serve",
-				Usage: "not part of this client",
-				Action: func(*cli.Context) error {
-					return usage("serve is not part of this client; to self-host an authority, run the upstream octostore server")
-				},
-			},
-		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() == 0 {
-				return usage("a command is required (election hold ...); serve is not part of this client")
-			}
-			return usage(fmt.Sprintf("unknown command %q", c.Args().First()))
-		},
-	}
-	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintf(c.App.Writer, "octostore %s\n", c.App.Version) }
+	app := newApp(version, env, stdin, stdout, stderr, &code)
 	if msg := cliorder.Misplaced(app, args); msg != "" {
 		fmt.Fprintf(stderr, "octostore: %s\n", hold.TerminalSafe(msg))
 		return hold.ExitUsage
@@ -96,14 +64,69 @@ func run(version string, args []string, env hold.LookupEnv, stdin io.Reader, std
 		if errors.As(err, &ee) {
 			// Messages can quote argv (an unknown flag, a help topic);
 			// escaping control characters keeps a crafted argument from
-			// forging extra lines on stderr.
+			// forging extra lines on stderr. The usage is ours, not argv.
 			fmt.Fprintf(stderr, "octostore: %s\n", hold.TerminalSafe(ee.msg))
+			if ee.usage != "" {
+				fmt.Fprintln(stderr, ee.usage)
+			}
 			return ee.code
 		}
 		fmt.Fprintf(stderr, "octostore: %s\n", hold.TerminalSafe(err.Error()))
 		return hold.ExitUsage
 	}
 	return code
+}
+
+// newApp is the octostore command line; commands that end in a status other
+// than a usage error's set *code.
+func newApp(version string, env hold.LookupEnv, stdin io.Reader, stdout, stderr io.Writer, code *int) *cli.App {
+	app := &cli.App{
+		Name:            "octostore",
+		Usage:           "hold OctoStore election leadership and print its events",
+		Version:         version,
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		ExitErrHandler:  func(*cli.Context, error) {},
+		OnUsageError:    usageErr,
+		Commands: []*cli.Command{
+			{
+				Name:  "election",
+				Usage: "elections: hold leadership",
+				Subcommands: []*cli.Command{
+					electionCreate(env, stdout), electionHold(env, stdout, stderr, code),
+					electionStatus(env, stdout), electionWatch(env, stdout, stderr, code),
+				},
+				OnUsageError: usageErr,
+			},
+			{
+				Name:  "lock",
+				Usage: "locks: hold one exact work item",
+				Subcommands: []*cli.Command{
+					lockHold(env, stdin, stdout, stderr, code),
+					lockStatus(env, stdin, stdout, stderr), lockWatch(env, stdin, stdout, stderr, code),
+				},
+				OnUsageError: usageErr,
+			},
+			{
+				Name:         "serve",
+				Usage:        "not part of this client",
+				OnUsageError: usageErr,
+				Action: func(*cli.Context) error {
+					return usage("serve is not part of this client; to self-host an authority, run the upstream octostore server")
+				},
+			},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return usageIn(c, "a command is required (election hold ...); serve is not part of this client")
+			}
+			return usageIn(c, fmt.Sprintf("unknown command %q", c.Args().First()))
+		},
+	}
+	SetUsageText(app)
+	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintf(c.App.Writer, "octostore %s\n", c.App.Version) }
+	return app
 }
 
 // durationFlag takes the hold's own duration syntax (ms, s, m, h, or bare seconds).
@@ -137,10 +160,10 @@ func holdCommand(kind hold.Kind, usageText, argName string, flags []cli.Flag, en
 		Usage:        usageText,
 		ArgsUsage:    argName,
 		Flags:        flags,
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
+		OnUsageError: usageErr,
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return usage(kind.String() + " hold needs exactly one " + argName)
+				return usageIn(c, kind.String()+" hold needs exactly one "+argName)
 			}
 			req, err := HoldFlags(c, kind, c.String("candidate"), env)
 			if err != nil {

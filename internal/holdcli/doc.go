@@ -9,8 +9,9 @@
 // calls the hold.Authority it got; HoldFlags is the one validation of a hold's
 // flags, shared with the supervisor's embedded hold, and TransportFlags the one
 // definition of the flags that choose an authority, shared with the supervisor's
-// embedded hold and doctor. The protocol and the hold state machines live in
-// package hold and its authorities.
+// embedded hold and doctor. SetUsageText writes the usage text of both
+// binaries. The protocol and the hold state machines live in package hold and
+// its authorities.
 //
 // Internal to this module (Go refuses the import elsewhere); no compatibility
 // promise.

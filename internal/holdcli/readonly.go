@@ -42,13 +42,13 @@ func readCommand(name, usageText, argName string, kind hold.Kind, action func(*c
 		Usage:        usageText,
 		ArgsUsage:    argName,
 		Flags:        readFlags(kind),
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return usage(err.Error()) },
+		OnUsageError: usageErr,
 		Action: func(c *cli.Context) error {
 			if c.NArg() != want {
 				if want == 0 {
-					return usage(fmt.Sprintf("unexpected argument %q", c.Args().First()))
+					return usageIn(c, fmt.Sprintf("unexpected argument %q", c.Args().First()))
 				}
-				return usage(name + " needs exactly one " + argName)
+				return usageIn(c, name+" needs exactly one "+argName)
 			}
 			return action(c)
 		},
@@ -77,9 +77,9 @@ func withAuthority(c *cli.Context, env hold.LookupEnv, kind hold.Kind, in io.Rea
 func apiFailure(err error, token string) error {
 	var f *hold.Failure
 	if !errors.As(err, &f) {
-		return exitError{hold.ExitSoftware, hold.TerminalSafe(hold.Redact(err.Error(), token))}
+		return exitError{code: hold.ExitSoftware, msg: hold.TerminalSafe(hold.Redact(err.Error(), token))}
 	}
-	return exitError{hold.ExitSoftware, hold.TerminalSafe(f.DiagnosticRedacting(token))}
+	return exitError{code: hold.ExitSoftware, msg: hold.TerminalSafe(f.DiagnosticRedacting(token))}
 }
 
 func electionCreate(env hold.LookupEnv, stdout io.Writer) *cli.Command {

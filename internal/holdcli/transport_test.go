@@ -55,3 +55,46 @@ func TestTransportFlagsOnEveryAuthorityCommand(t *testing.T) {
 		})
 	}
 }
+
+// An unknown flag exits 64 and prints the usage of the command it was given
+// to: one line for a command, one for each command below a group or the
+// program (issue 35).
+func TestUnknownFlagPrintsItsUsage(t *testing.T) {
+	env := func(string) (string, bool) { return "", false }
+	electionLines := []string{
+		"octostore election create [flags]",
+		"octostore election hold [flags] <election_id>",
+		"octostore election status [flags] <election_id>",
+		"octostore election watch [flags] <election_id>",
+	}
+	lockLines := []string{
+		"octostore lock hold [flags] <name>",
+		"octostore lock status [flags] <name>",
+		"octostore lock watch [flags] <name>",
+	}
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"election", "create", "--bogus"}, electionLines[0:1]},
+		{[]string{"election", "hold", "room", "--candidate", "a", "--bogus"}, electionLines[1:2]},
+		{[]string{"election", "status", "room", "--bogus"}, electionLines[2:3]},
+		{[]string{"election", "watch", "room", "--bogus"}, electionLines[3:4]},
+		{[]string{"lock", "hold", "n", "--bogus"}, lockLines[0:1]},
+		{[]string{"lock", "status", "n", "--bogus"}, lockLines[1:2]},
+		{[]string{"lock", "watch", "n", "--bogus"}, lockLines[2:3]},
+		{[]string{"serve", "--bogus"}, []string{"octostore serve"}},
+		{[]string{"election", "--bogus"}, electionLines},
+		{[]string{"lock", "--bogus"}, lockLines},
+		{[]string{"--bogus"}, append(append(append([]string{}, electionLines...), lockLines...), "octostore serve")},
+	} {
+		args := append([]string{"octostore"}, c.args...)
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			require.Equal(t, 64, runTest(args, env, &out, &errb))
+			want := "octostore: flag provided but not defined: -bogus\nusage: " + strings.Join(c.want, "\n       ") + "\n"
+			require.Equal(t, want, errb.String())
+			require.Empty(t, out.String())
+		})
+	}
+}
