@@ -3,6 +3,7 @@ package contain
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,39 +25,7 @@ func Doctor(scope ScopeFunc) Diagnosis {
 	_ = unix.Uname(&uts)
 	d.add("kernel", true, unix.ByteSliceToString(uts.Release[:]))
 
-	mount, err := platform.CgroupV2Mount()
-	if err != nil {
-		d.add("cgroup v2", false, err.Error()+": only the process-group backend is possible")
-	} else {
-		hybrid := ""
-		if v1, _ := filepath.Glob("/sys/fs/cgroup/*/cgroup.clone_children"); len(v1) > 0 {
-			hybrid = " (hybrid host: v1 controllers are mounted beside it)"
-		}
-		d.add("cgroup v2", true, "mounted at "+mount+hybrid)
-		own, err := platform.OwnCgroupV2()
-		switch {
-		case err != nil:
-			d.add("own cgroup", false, err.Error())
-		case own == "/" && os.Geteuid() == 0:
-			d.add("own cgroup delegated", false, "we run in the root cgroup; as root a dedicated octostore-supervisor subtree is used instead")
-		case own == "/":
-			d.add("own cgroup delegated", false, "we run in the root cgroup and are not root: cgroups are unavailable to us")
-		default:
-			if err := platform.Delegated(filepath.Join(mount, own)); err != nil {
-				d.add("own cgroup delegated", false, err.Error()+"; ask systemd for a delegated scope (systemd-run --user --scope -p Delegate=yes)")
-			} else {
-				d.add("own cgroup delegated", true, filepath.Join(mount, own)+" and its cgroup.procs and cgroup.subtree_control are ours and writable (Delegate=yes or a cgroup namespace)")
-			}
-		}
-		ctrls := controllers(mount)
-		d.add("pids controller", slices.Contains(ctrls, "pids"), "cgroup v2 controllers: ["+strings.Join(ctrls, " ")+"]"+map[bool]string{true: "", false: "; without pids, --max-processes cannot bound a fork storm"}[slices.Contains(ctrls, "pids")])
-		if b, err := ResolveBackend(BackendRequest{Containment: BackendCgroup}); err != nil {
-			d.add("cgroup.kill", false, "not checked: no cgroup we may use ("+err.Error()+")")
-		} else {
-			d.add("cgroup.kill", probeKill(mount), "atomic kill of a whole cgroup (Linux 5.14); without it the cgroup is frozen, each process killed and the cgroup thawed")
-			d.abandonedRuns(b)
-		}
-	}
+	d.cgroups(scope)
 	if err := platform.Clone3Available(); err != nil {
 		d.add("clone3 (CLONE_INTO_CGROUP)", false, err.Error()+"; programs enter their cgroup through a re-exec join helper instead")
 	} else {
@@ -80,7 +49,7 @@ func Doctor(scope ScopeFunc) Diagnosis {
 	d.helperImage()
 	d.holdImage()
 
-	b, err := ResolveBackend(BackendRequest{Containment: "auto"})
+	b, err := ResolveBackend(BackendRequest{Containment: "auto", Scope: scope})
 	if err != nil {
 		d.Backend, d.Reason = "none", err.Error()
 	} else {
@@ -105,8 +74,12 @@ func (d *Diagnosis) helperImage() {
 	case f == nil:
 		d.add(name, false, "this binary carries none (built without `make build`): the supervisor, guardian and shims run the whole binary, at about twice the start-up time and memory each")
 	default:
-		d.add(name, true, "the supervisor continues in, and guardian and shims start from, "+f.Name()+", the containment code without the authorities' clients")
-		f.Close()
+		defer f.Close()
+		if err := probeExec(f); err != nil {
+			d.add(name, false, f.Name()+" could not be executed: "+err.Error())
+			return
+		}
+		d.add(name, true, "the supervisor continues in, and guardian and shims start from, "+f.Name()+" (executed here), the containment code without the authorities' clients")
 	}
 }
 
@@ -131,8 +104,12 @@ func (d *Diagnosis) holdImage() {
 	case f == nil:
 		d.add(name, false, "this binary carries none (built without `make build`): the embedded hold runs this whole binary, with the etcd client's memory")
 	default:
-		d.add(name, true, "the embedded hold starts from "+f.Name()+", the hold client without the etcd client (an etcd hold starts from this binary)")
-		f.Close()
+		defer f.Close()
+		if err := probeExec(f); err != nil {
+			d.add(name, false, f.Name()+" could not be executed: "+err.Error())
+			return
+		}
+		d.add(name, true, "the embedded hold starts from "+f.Name()+" (executed here), the hold client without the etcd client (an etcd hold starts from this binary)")
 	}
 }
 
@@ -161,23 +138,96 @@ func (d *Diagnosis) abandonedRuns(b Backend) {
 	}
 }
 
-// probeKill checks for cgroup.kill in the cgroup we would use, creating an empty
-// probe child when our own cgroup is the root (which has no cgroup.kill).
-func probeKill(mount string) bool {
-	b, err := ResolveBackend(BackendRequest{Containment: BackendCgroup})
+// cgroups says what cgroup v2 offers here, and checks the cgroup runs would
+// use by using it (probeRunCgroup).
+func (d *Diagnosis) cgroups(scope ScopeFunc) {
+	mount, err := platform.CgroupV2Mount()
 	if err != nil {
-		return false
+		d.add("cgroup v2", false, err.Error()+": only the process-group backend is possible")
+		return
 	}
-	if _, err := os.Stat(filepath.Join(b.Parent, "cgroup.kill")); err == nil {
-		return true
+	hybrid := ""
+	if v1, _ := filepath.Glob("/sys/fs/cgroup/*/cgroup.clone_children"); len(v1) > 0 {
+		hybrid = " (hybrid host: v1 controllers are mounted beside it)"
 	}
-	probe := filepath.Join(b.Parent, fmt.Sprintf("doctor-probe-%d", os.Getpid()))
-	if err := os.Mkdir(probe, 0o755); err != nil {
-		return false
+	d.add("cgroup v2", true, "mounted at "+mount+hybrid)
+	d.ownCgroup(mount)
+	b, err := ResolveBackend(BackendRequest{Containment: BackendCgroup, Scope: scope})
+	if err != nil {
+		d.add("cgroup for runs", false, err.Error())
+		for _, name := range []string{"pids controller", "cgroup.kill"} {
+			d.add(name, false, "not checked: no cgroup we may use")
+		}
+		return
 	}
-	defer unix.Rmdir(probe)
-	_, err = os.Stat(filepath.Join(probe, "cgroup.kill"))
-	return err == nil
+	d.add("cgroup for runs", true, b.Parent+" ("+b.Note+")")
+	d.probeRunCgroup(b)
+	d.abandonedRuns(b)
+}
+
+// ownCgroup says whether our own cgroup was delegated to us, by systemd's
+// rule on a systemd host (its delegate mark), else by ownership.
+func (d *Diagnosis) ownCgroup(mount string) {
+	const name = "own cgroup delegated"
+	own, err := platform.OwnCgroupV2()
+	if err != nil {
+		d.add(name, false, err.Error())
+		return
+	}
+	dir := filepath.Join(mount, own)
+	systemd := platform.SystemdBooted()
+	err = platform.Delegated(dir)
+	switch {
+	case own == "/":
+		d.add(name, false, "we run in the root cgroup, which is never delegated")
+	case err != nil:
+		d.add(name, false, err.Error())
+	case systemd && !platform.DelegateMarked(mount, dir):
+		d.add(name, false, dir+" is ours to write but systemd did not delegate it (no delegate mark): it is systemd's; runs go to a scope systemd delegates instead, or run us in a unit with Delegate=yes")
+	case systemd:
+		d.add(name, true, dir+" was delegated to us by systemd (Delegate=yes)")
+	default:
+		d.add(name, true, dir+" and its cgroup.procs and cgroup.subtree_control are ours and writable (no systemd here)")
+	}
+}
+
+// probeRunCgroup creates a scratch run below b.Parent as a run would (a leaf
+// with pids.max where the pids controller is offered), reports what that
+// showed, and removes it.
+func (d *Diagnosis) probeRunCgroup(b Backend) {
+	run := filepath.Join(b.Parent, fmt.Sprintf("doctor-probe-%d", os.Getpid()))
+	leaf := filepath.Join(run, groupWorker)
+	defer func() { _ = unix.Rmdir(leaf); _ = unix.Rmdir(run) }()
+	ctrls := controllers(b.Parent)
+	pids := slices.Contains(ctrls, "pids")
+	if err := platform.MakeCgroup(b.Top, run, 0); err != nil {
+		d.add("pids controller", false, "could not create a cgroup in "+b.Parent+": "+err.Error())
+		return
+	}
+	offered := "controllers offered to runs: [" + strings.Join(ctrls, " ") + "]"
+	switch err := platform.MakeCgroup(b.Top, leaf, 1); {
+	case !pids:
+		d.add("pids controller", false, offered+"; without pids, --max-processes cannot bound a fork storm")
+	case err != nil:
+		d.add("pids controller", false, offered+"; setting pids.max in a scratch leaf failed: "+err.Error())
+	default:
+		d.add("pids controller", true, offered+"; pids.max set in a scratch leaf")
+	}
+	_, err := os.Stat(filepath.Join(run, "cgroup.kill"))
+	d.add("cgroup.kill", err == nil, "atomic kill of a whole cgroup (Linux 5.14); without it the cgroup is frozen, each process killed and the cgroup thawed")
+}
+
+// probeExec executes img through its descriptor, as a run starts it, with no
+// arguments it acts on: whether execve takes it is the question, not what it
+// then says (it exits at once, with its usage).
+func probeExec(img *os.File) error {
+	cmd := exec.Command("/proc/self/fd/3")
+	cmd.ExtraFiles = []*os.File{img}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	_ = cmd.Wait()
+	return nil
 }
 
 func readTrim(path string) string {
