@@ -13,17 +13,15 @@ import (
 	"github.com/octostore-supervisor/supervisor/contain"
 	"github.com/octostore-supervisor/supervisor/hold"
 	"github.com/octostore-supervisor/supervisor/hold/etcd"
+	"github.com/octostore-supervisor/supervisor/internal/holdcli"
 )
 
 func doctorCommand(env []string, stdout io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:  "doctor",
 		Usage: "show what containment this host offers and which backend auto chooses; with --server etcd://…, whether that cluster can be an authority",
-		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
-			&cli.StringFlag{Name: "server", Usage: "also probe this etcd authority (etcd://… or etcds://…): reachable members, version, leader, round trip"},
-			&cli.BoolFlag{Name: "allow-insecure-http", Usage: "allow cleartext etcd:// to non-loopback members (development only)"},
-		},
+		Flags: append([]cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print one JSON object"}},
+			holdcli.TransportFlags("also probe this etcd authority (etcd://… or etcds://…): reachable members, version, leader, round trip")...),
 		OnUsageError: usageErr,
 		Action: func(c *cli.Context) error {
 			d := doctorReport{Diagnosis: contain.Doctor(systemdScope())}

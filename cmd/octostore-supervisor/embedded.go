@@ -23,12 +23,10 @@ const HoldArg = "__octostore-hold"
 // embeddedFlags configure the embedded hold. They are refused with an explicit
 // "-- <hold command>", whose own flags are the place for them.
 func embeddedFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "server", Usage: "embedded hold: the authority: an OctoStore URL, \"local\" (this host, no server) or file:///dir (a shared directory); default as for octostore: --server, else $OCTOSTORE_URL, else the hosted authority for elections"},
+	return append(holdcli.TransportFlags("embedded hold: the authority: an OctoStore URL, \"local\" (this host, no server), file:///dir (a shared directory) or etcd://…; default as for octostore: --server, else $OCTOSTORE_URL, else the hosted authority for elections"),
 		&cli.UintFlag{Name: "ttl", Usage: "embedded hold: lease TTL in seconds (elections 5-300, default 30; locks 1-3600, default 120)"},
 		&cli.StringFlag{Name: "acquire-timeout", Usage: "embedded hold: give up acquiring after this long (exit 11); default: wait forever"},
-		&cli.BoolFlag{Name: "allow-insecure-http", Usage: "embedded hold: allow a non-loopback http:// server (development only)"},
-	}
+	)
 }
 
 // embeddedHold returns the argv of our own hold for `<kind> <name> <candidate>`
@@ -118,9 +116,9 @@ func lookupIn(env []string) hold.LookupEnv {
 // embeddedOnly names the embedded-hold flags given together with "-- <hold command>".
 func embeddedOnly(c *cli.Context) error {
 	var set []string
-	for _, f := range []string{"server", "ttl", "acquire-timeout", "allow-insecure-http"} {
-		if c.IsSet(f) {
-			set = append(set, "--"+f)
+	for _, f := range embeddedFlags() {
+		if name := f.Names()[0]; c.IsSet(name) {
+			set = append(set, "--"+name)
 		}
 	}
 	if len(set) == 0 {

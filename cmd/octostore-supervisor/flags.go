@@ -110,7 +110,7 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 	args := c.Args().Slice()
 	embedded := len(args) == 3
 	if !embedded && (len(args) < 5 || args[3] != "--") {
-		return cfg, usageError{"expected <expected-name> <expected-candidate|-> <worker-program> [-- <hold command ...>]\n" + usageLine}
+		return cfg, usageIn(c, "expected <expected-name> <expected-candidate|-> <worker-program> [-- <hold command ...>]")
 	}
 	cfg.Name, cfg.Candidate, cfg.Worker = args[0], args[1], args[2]
 	if !embedded {
@@ -120,14 +120,14 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 		}
 	}
 	if cfg.Name == "" {
-		return cfg, usageError{"the expected " + kind + " name must not be empty\n" + usageLine}
+		return cfg, usageIn(c, "the expected "+kind+" name must not be empty")
 	}
 	if kind == "election" && (cfg.Candidate == "" || cfg.Candidate == "-") {
-		return cfg, usageError{"an election needs a candidate id (not '-')\n" + usageLine}
+		return cfg, usageIn(c, "an election needs a candidate id (not '-')")
 	}
 	if kind == "lock" {
 		if cfg.Candidate != "-" {
-			return cfg, usageError{"a lock takes '-' in place of the candidate id\n" + usageLine}
+			return cfg, usageIn(c, "a lock takes '-' in place of the candidate id")
 		}
 		cfg.Candidate = ""
 	}

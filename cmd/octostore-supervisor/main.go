@@ -22,15 +22,6 @@ import (
 // version is stamped by the Makefile (-ldflags "-X main.version=...").
 var version = "dev"
 
-// usageLine shows flags where the parser takes them: after the kind (a flag
-// given before it is refused, naming where it goes: cliorder).
-const usageLine = "usage: octostore-supervisor <election|lock> [flags] <expected-name> <expected-candidate|-> <worker-program> [-- <hold command ...>]"
-
-// usageText is the usage section of --help: every form, flags after the command.
-const usageText = usageLine + `
-octostore-supervisor run [flags] -- <command> [args...]
-octostore-supervisor doctor|sweep [flags]`
-
 func main() {
 	// The guardian, shims and their helpers: internal, they bypass the command
 	// line entirely. (Started from this binary when no lean helper image is
@@ -65,20 +56,24 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func run(args, env []string, stdout, stderr io.Writer) int {
+	code := contain.ExitOK
+	app := newApp(env, stdout, stderr, &code)
+	// Every form, where the error belongs to no one command: the usage
+	// text shows flags after the command, where the parser takes them (a
+	// flag given before it is refused, naming where it goes: cliorder).
+	every := holdcli.FormatUsage(app.UsageText)
 	// Upstream's dependency probe: one static binary has none to miss.
 	if len(args) >= 2 && args[1] == "--check-dependencies" {
 		if len(args) != 2 {
-			fmt.Fprintln(stderr, usageLine)
+			fmt.Fprintln(stderr, every)
 			return contain.ExitUsage
 		}
 		fmt.Fprintln(stdout, "octostore-supervisor dependencies are available")
 		return contain.ExitOK
 	}
-	code := contain.ExitOK
-	app := newApp(env, stdout, stderr, &code)
 	if msg := cliorder.Misplaced(app, args); msg != "" {
-		// Every form: the misplaced flag may belong to run, doctor or sweep.
-		fmt.Fprintf(stderr, "octostore-supervisor: %s\n%s\n", hold.TerminalSafe(msg), usageText)
+		// The misplaced flag may belong to any command.
+		fmt.Fprintf(stderr, "octostore-supervisor: %s\n%s\n", hold.TerminalSafe(msg), every)
 		return contain.ExitUsage
 	}
 	if err := app.Run(literalPositionals(args)); err != nil {
@@ -91,7 +86,7 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 		if errors.As(err, &ue) {
 			fmt.Fprintf(stderr, "octostore-supervisor: %s\n", ue.msg)
 		} else {
-			fmt.Fprintf(stderr, "octostore-supervisor: %v\n%s\n", err, usageLine)
+			fmt.Fprintf(stderr, "octostore-supervisor: %v\n%s\n", err, every)
 		}
 		return contain.ExitUsage
 	}
@@ -123,10 +118,9 @@ func newApp(env []string, stdout, stderr io.Writer, code *int) *cli.App {
 			OnUsageError: usageErr,
 		}
 	}
-	return &cli.App{
+	app := &cli.App{
 		Name:            "octostore-supervisor",
 		Usage:           "run a protected worker only while an OctoStore hold has authority, and prove its whole process tree gone on any loss or doubt",
-		UsageText:       usageText[len("usage: "):],
 		Version:         version,
 		Description:     description,
 		Writer:          stdout,
@@ -137,16 +131,23 @@ func newApp(env []string, stdout, stderr io.Writer, code *int) *cli.App {
 		ExitErrHandler:  func(*cli.Context, error) {},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
-				return usageError{"missing <election|lock>\n" + usageLine}
+				return usageIn(c, "missing <election|lock>")
 			}
-			return usageError{fmt.Sprintf("unknown kind %q: expected election or lock\n%s", c.Args().First(), usageLine)}
+			return usageIn(c, fmt.Sprintf("unknown kind %q: expected election or lock", c.Args().First()))
 		},
 	}
+	holdcli.SetUsageText(app)
+	return app
 }
 
-func usageErr(_ *cli.Context, err error, _ bool) error {
-	return usageError{err.Error() + "\n" + usageLine}
+// usageIn is a usage error in c's command: the message, then that command's
+// usage (the program's lists every command).
+func usageIn(c *cli.Context, msg string) error {
+	return usageError{msg + "\n" + holdcli.FormatUsage(c.Command.UsageText)}
 }
+
+// usageErr is every command's OnUsageError: a flag the parser refused.
+func usageErr(c *cli.Context, err error, _ bool) error { return usageIn(c, err.Error()) }
 
 func argsUsage(kind string) string {
 	if kind == "lock" {
