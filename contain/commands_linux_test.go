@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/octostore-supervisor/supervisor/internal/proctest"
 	"github.com/octostore-supervisor/supervisor/platform"
@@ -523,6 +524,13 @@ func TestSweepConcurrentSweeps(t *testing.T) {
 // started) is empty.
 func startCLI(t *testing.T, dir string, uid uint32, args ...string) *run {
 	t.Helper()
+	return startCLIIn(t, "", dir, uid, args...)
+}
+
+// startCLIIn is startCLI with the supervisor born in the cgroup cg ("": the
+// test's own).
+func startCLIIn(t *testing.T, cg, dir string, uid uint32, args ...string) *run {
+	t.Helper()
 	if uid != 0 {
 		require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711))
 		require.NoError(t, os.Chmod(dir, 0o777))
@@ -532,6 +540,12 @@ func startCLI(t *testing.T, dir string, uid uint32, args ...string) *run {
 	cmd.SysProcAttr = &syscall.SysProcAttr{}
 	if uid != 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uid, Gid: uid}
+	}
+	if cg != "" {
+		fd, err := unix.Open(cg, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		require.NoError(t, err)
+		defer unix.Close(fd)
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
 	}
 	r := &run{t: t, dir: dir, cmd: cmd, out: newLines(), errb: &syncBuf{}, done: make(chan struct{}), code: -1,
 		gsess: make(chan platform.Proc, 1), sc: sc{uid: uid}}
