@@ -64,10 +64,14 @@ func TestAttackerCannotOutliveAuthority(t *testing.T) {
 		{name: "private-pids as root", iso: []string{"--private-pids"}, canTamper: true},
 		{name: "private-pids as nobody", uid: nobody, iso: []string{"--private-pids"}, canTamper: true},
 		{name: "worker-user and private-pids", iso: []string{"--worker-user", "nobody", "--private-pids"}},
+		// The default, as the supervisor's own user: the worker's Landlock
+		// scope keeps its signals, ptrace and /proc reads inside its own
+		// tree; it can still write the user's state.
+		{name: "scope (the default), same user", uid: nobody, canTamper: true},
 		// Without isolation, as the supervisor's own user: it can stop
 		// same-user helpers and write the user's state, but must still not
 		// get a second worker started on this host while it lives.
-		{name: "no isolation, same user", uid: nobody, canStop: true, canTamper: true},
+		{name: "no isolation, same user", uid: nobody, iso: []string{"--no-worker-scope"}, canStop: true, canTamper: true},
 		{name: "control: nothing fair game", uid: nobody, canTamper: true, control: true},
 	}
 	for _, c := range cases {

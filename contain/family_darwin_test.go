@@ -124,7 +124,7 @@ func TestDarwinBareParentWalkProvesNothing(t *testing.T) {
 }
 
 func TestDoctorStatesTheLimit(t *testing.T) {
-	d := Doctor()
+	d := Doctor(nil)
 	require.Equal(t, BackendProcessGroup, d.Backend)
 	i := slices.IndexFunc(d.Facts, func(f Fact) bool { return f.Name == "containment limit" })
 	require.GreaterOrEqual(t, i, 0)

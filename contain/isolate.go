@@ -23,6 +23,27 @@ type Isolation struct {
 	// its own /proc: it sees and signals only itself, and when the
 	// namespace's init dies the kernel kills everything left in it.
 	PrivatePids bool `json:"private_pids,omitempty"`
+	// Scope puts the worker in a Landlock domain that scopes signals and
+	// abstract unix sockets (platform.ScopeThread): a worker of the
+	// supervisor's own user cannot signal (kill(-1) included), trace or open
+	// anything of the supervisor side, which runs outside the domain. The
+	// default where the kernel offers it; unprivileged it needs
+	// no_new_privs on the worker, which it then sets.
+	Scope bool `json:"scope,omitempty"`
+	// Unscoped is why Scope is off, for the warning at start; "" when on,
+	// or where a same-user worker's signals are no concern (Windows).
+	Unscoped string `json:"unscoped,omitempty"`
+}
+
+// SameUserWarning is what the supervisor says at start when nothing stands
+// between a worker of its own user and the supervisor side: no scope, no
+// other user, no PID namespace. "" when something does.
+func (iso Isolation) SameUserWarning() string {
+	if iso.Unscoped == "" || iso.User != nil || iso.PrivatePids {
+		return ""
+	}
+	return "the worker runs as our own user with nothing between it and the supervisor side (" + iso.Unscoped +
+		"): it can signal, trace and end every process of ours, kill(-1) included, and outlive them; --private-pids or --worker-user make a boundary"
 }
 
 // WorkerUser is the identity --worker-user resolved to.
@@ -36,6 +57,7 @@ type WorkerUser struct {
 type IsolationRequest struct {
 	WorkerUser  string // USER[:GROUP], names or numeric ids; "" for none
 	PrivatePids bool
+	NoScope     bool // --no-worker-scope
 }
 
 // ErrIsolation marks an isolation request that cannot be honoured (exit 64).
@@ -58,6 +80,7 @@ func ResolveIsolation(req IsolationRequest) (Isolation, error) {
 		}
 		iso.PrivatePids = true
 	}
+	iso.Scope, iso.Unscoped = workerScope(req.NoScope)
 	return iso, nil
 }
 

@@ -4,8 +4,11 @@ package contain
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"syscall"
+
+	"github.com/octostore-supervisor/supervisor/platform"
 )
 
 // NoNewPrivsUnsupported says why `run --no-new-privs` cannot be honoured here.
@@ -14,6 +17,21 @@ func NoNewPrivsUnsupported() error {
 		return errors.New("no_new_privs exists only on Linux")
 	}
 	return nil
+}
+
+// workerScope decides Isolation.Scope: on, where the kernel has Landlock
+// scopes and the user did not opt out; else off, and why.
+func workerScope(optOut bool) (bool, string) {
+	abi := platform.LandlockABI()
+	switch {
+	case optOut:
+		return false, "--no-worker-scope"
+	case runtime.GOOS != "linux":
+		return false, "Landlock exists only on Linux"
+	case abi < platform.LandlockScopeABI:
+		return false, fmt.Sprintf("this kernel's Landlock ABI is %d; scopes need %d, Linux 6.12", abi, platform.LandlockScopeABI)
+	}
+	return true, ""
 }
 
 // workerUserUnsupported: every unix can start a program under another user.

@@ -6,6 +6,11 @@ import (
 	"os"
 )
 
+// workerScope: Landlock is Linux's; a Windows worker is no same-user
+// signalling threat of the kind it scopes (no kill(-1)), and its job is
+// closed by the kernel with the supervisor's last handle.
+func workerScope(bool) (bool, string) { return false, "" }
+
 func workerUserUnsupported() error {
 	return errors.New("needs Linux or macOS (Windows workers run under the supervisor's own account)")
 }

@@ -180,6 +180,9 @@ func (r *run) pause(point string) {
 
 func (r *run) start() error {
 	r.say("containment: %s", r.cfg.Backend)
+	if w := r.cfg.Isolation.SameUserWarning(); w != "" {
+		r.say("warning: %s", w)
+	}
 	if err := prepareSupervisor(r.cfg, r.diag); err != nil {
 		return err
 	}

@@ -239,6 +239,11 @@ func containmentFlags() []string {
 func startLocal(t *testing.T, s sc, kind, name, cand string, flags ...string) *run {
 	t.Helper()
 	dir := t.TempDir()
+	if s.uid != 0 {
+		// t.TempDir's parent is private to us; the other user must reach its child.
+		require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711))
+		require.NoError(t, os.Chmod(dir, 0o777))
+	}
 	expand := func(v string) string { return strings.ReplaceAll(v, "{dir}", dir) }
 	worker := filepath.Join(dir, "worker.sh")
 	script := fmt.Sprintf("#!/bin/sh\nexec '%s' --pidfile '%s/pids' --log '%s/log' %s\n", bins.esc, dir, dir, expand(s.worker))
@@ -249,6 +254,9 @@ func startLocal(t *testing.T, s sc, kind, name, cand string, flags ...string) *r
 	cmd.Env = localEnv("TMPDIR=" + dir)
 	for _, e := range s.env {
 		cmd.Env = append(cmd.Env, expand(e))
+	}
+	if s.uid != 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: s.uid, Gid: s.uid}}
 	}
 	r := &run{t: t, dir: dir, cmd: cmd, out: newLines(), errb: &syncBuf{}, done: make(chan struct{}), code: -1, gsess: make(chan platform.Proc, 1), sc: s}
 	return launch(t, r)

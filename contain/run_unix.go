@@ -27,6 +27,9 @@ func Run(ctx context.Context, cfg RunConfig) int {
 	defer signal.Stop(sigs)
 	absorbSignals()
 	say("containment: %s", cfg.Backend)
+	if w := cfg.Isolation.SameUserWarning(); w != "" {
+		say("warning: %s", w)
+	}
 	sweepStale(cfg.Backend, cfg.ProofBound, cfg.Stderr)
 	reserveThreads()
 	if err := errors.Join(adoptInherited(), platform.BecomeSubreaper()); err != nil {

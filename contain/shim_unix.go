@@ -147,11 +147,9 @@ func startProgram(p program) (int, error) {
 		// of our own that is thrown away afterwards (the goroutine exits locked).
 		go func() {
 			runtime.LockOSThread()
-			if p.noNewPrivs {
-				if err := platform.SetNoNewPrivs(); err != nil {
-					done <- result{0, err}
-					return
-				}
+			if err := p.restrictThread(); err != nil {
+				done <- result{0, err}
+				return
 			}
 			files := []uintptr{0, fdOut, fdErr}
 			if p.startPipe != nil {
@@ -198,6 +196,24 @@ func startProgram(p program) (int, error) {
 		return 0, fmt.Errorf("start %s through the cgroup join helper: %w", p.argv[0], err)
 	}
 	return pid, nil
+}
+
+// restrictThread sets what the program starts with on the calling thread,
+// which forks it: no_new_privs, and the worker's Landlock scope, which
+// without CAP_SYS_ADMIN (a non-root supervisor) needs no_new_privs first.
+func (p program) restrictThread() error {
+	scope := p.iso != nil && p.iso.Scope
+	if p.noNewPrivs || (scope && os.Geteuid() != 0) {
+		if err := platform.SetNoNewPrivs(); err != nil {
+			return err
+		}
+	}
+	if scope {
+		if err := platform.ScopeThread(); err != nil {
+			return fmt.Errorf("scope the worker (Landlock; --no-worker-scope starts it without): %w", err)
+		}
+	}
+	return nil
 }
 
 // beforeDeadline refuses a gated start once the armed deadline (fireMs on the

@@ -38,6 +38,7 @@ func isolationFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "worker-user", Usage: "run only the worker as USER[:GROUP] (default group: USER's primary group), with no supplementary groups; needs the supervisor to run as root; not root, not the supervisor's own user"},
 		&cli.BoolFlag{Name: "private-pids", Usage: "Linux: run the worker in a PID namespace of its own with its own /proc (it sees and signals only its own tree; everything in it dies with it); as root, or unprivileged through a user namespace"},
+		&cli.BoolFlag{Name: "no-worker-scope", Usage: "Linux: start the worker without the Landlock scope it gets by default where the kernel has it (6.12+): inside it, the worker's signals (kill(-1) included), ptrace and abstract unix sockets reach only its own tree; a non-root supervisor's scoped worker runs with no_new_privs. Without scope, --private-pids or --worker-user, a worker of our own user can end the supervisor side and outlive it"},
 	}
 }
 
@@ -46,7 +47,7 @@ func resolveIsolation(c *cli.Context) (contain.Isolation, error) {
 	if c.IsSet("worker-user") && c.String("worker-user") == "" {
 		return contain.Isolation{}, usageError{"--worker-user needs a user name or uid"}
 	}
-	iso, err := contain.ResolveIsolation(contain.IsolationRequest{WorkerUser: c.String("worker-user"), PrivatePids: c.Bool("private-pids")})
+	iso, err := contain.ResolveIsolation(contain.IsolationRequest{WorkerUser: c.String("worker-user"), PrivatePids: c.Bool("private-pids"), NoScope: c.Bool("no-worker-scope")})
 	if err != nil {
 		return iso, usageError{err.Error()}
 	}

@@ -36,6 +36,7 @@ const usage = `usage: escaper [flags]   (no arguments: flags from $ESCAPER_ARGS,
   --tamper PATH           probe supervisor state, record "ok WHAT"/"fail WHAT: err" lines
   --inside PATH           (Linux) write the worker's identity, pid, open fds and the pids its /proc lists
   --reach LIST            (Linux) wait for pids in LIST, try to signal/stop/ptrace/read them, record in LIST.out
+  --kill-all PATH         (unix) kill(-1, SIGKILL): every process this user may signal; write the result to PATH, then go on
   --started-at PATH       write the unix nanoseconds at which main started (the file appears whole)
   --setsid                worker calls setsid()
   --setpgid               worker calls setpgid(0, 0)
@@ -86,7 +87,7 @@ type options struct {
 	exitAfter                time.Duration
 	stdoutForge              bool
 	tamper                   string
-	inside, reach            string
+	inside, reach, killAll   string
 	startedAt                string
 	setsid, setpgid          bool
 	child, grandchildSetsid  bool
@@ -160,6 +161,7 @@ func parseArgs(args []string) (*options, error) {
 	fs.StringVar(&o.tamper, "tamper", "", "")
 	fs.StringVar(&o.inside, "inside", "", "")
 	fs.StringVar(&o.reach, "reach", "", "")
+	fs.StringVar(&o.killAll, "kill-all", "", "")
 	fs.StringVar(&o.startedAt, "started-at", "", "")
 	fs.BoolVar(&o.setsid, "setsid", false, "")
 	fs.BoolVar(&o.setpgid, "setpgid", false, "")
@@ -358,6 +360,9 @@ func runWorker(o *options) int {
 	}
 	if o.reach != "" {
 		reach(o.reach)
+	}
+	if o.killAll != "" {
+		killAll(o.killAll)
 	}
 
 	spawnAll(o)

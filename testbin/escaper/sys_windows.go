@@ -83,3 +83,6 @@ func ignoreHUP()               {}
 func dropPrivileges(int) error { return errUnsupported }
 func detachStderr() error      { return errUnsupported }
 func tamper(string)            { die("--tamper: %v", errUnsupported) }
+
+// killAll: Windows has no kill(-1).
+func killAll(string) { die("--kill-all: %v", errUnsupported) }
