@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
@@ -41,13 +42,25 @@ func supervisorSide(t *testing.T, sup int) []int {
 	return pids
 }
 
-// Issue 10 item 2 with the embedded hold, the supervisor run as nobody: a
-// process of the same user can open no /proc/<pid>/environ (nor fd) of the
-// supervisor, the guardian, the shims or the hold - each is non-dumpable -,
-// stopping the hold and reopening its stdout gets nowhere, and the hold's
-// environment holds no bearer token: it was handed over on the hold's stdin.
-func TestEmbeddedHoldNonDumpableTokenFree(t *testing.T) {
-	t.Parallel()
+// Issue 10 item 2, and issue 32 finding 2 for an explicit hold of ours: the
+// supervisor run as nobody, a process of the same user can open no
+// /proc/<pid>/environ (nor fd) of the supervisor, the guardian, the shims or
+// the hold - each is non-dumpable -, stopping the hold and reopening its
+// stdout gets nowhere, and the hold's environment holds no bearer token: it
+// was handed over on the hold's stdin. Before, an explicit `octostore lock
+// hold` kept the token in its environment and stayed dumpable: a worker read
+// the token, took the hold's event socket with pidfd_getfd and forged
+// renewals.
+func TestHoldNonDumpableTokenFree(t *testing.T) {
+	for _, explicit := range []bool{false, true} {
+		t.Run(map[bool]string{false: "embedded", true: "explicit octostore"}[explicit], func(t *testing.T) {
+			t.Parallel()
+			requireHoldSealed(t, explicit)
+		})
+	}
+}
+
+func requireHoldSealed(t *testing.T, explicit bool) {
 	url := startAuthority(t)
 	dir := t.TempDir()
 	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711))
@@ -55,8 +68,13 @@ func TestEmbeddedHoldNonDumpableTokenFree(t *testing.T) {
 	worker := filepath.Join(dir, "worker.sh")
 	script := fmt.Sprintf("#!/bin/sh\nexec '%s' --pidfile '%s/pids' --log '%s/log' --term-exits --child\n", bins.esc, dir, dir)
 	require.NoError(t, os.WriteFile(worker, []byte(script), 0o755))
-	args := append([]string{"lock", "--server", url}, containmentFlags()...)
-	cmd := exec.Command(bins.sup, append(args, "repo/issue-10", "-", worker)...)
+	args := append([]string{"lock"}, containmentFlags()...)
+	if explicit {
+		args = append(args, "repo/issue-10", "-", worker, "--", bins.octostore, "lock", "hold", "repo/issue-10", "--json", "--server", url)
+	} else {
+		args = append(args, "--server", url, "repo/issue-10", "-", worker)
+	}
+	cmd := exec.Command(bins.sup, args...)
 	cmd.Env = localEnv("TMPDIR="+dir, "OCTOSTORE_TOKEN=t-e2e", "HOME="+dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 	r := launch(t, &run{t: t, dir: dir, cmd: cmd, out: newLines(), errb: &syncBuf{}, done: make(chan struct{}), code: -1, gsess: make(chan platform.Proc, 1), sc: sc{uid: nobody}})
@@ -64,8 +82,13 @@ func TestEmbeddedHoldNonDumpableTokenFree(t *testing.T) {
 	waitRecorded(t, dir+"/pids", 2)
 
 	sup := r.cmd.Process.Pid
-	side := supervisorSide(t, sup)
-	require.GreaterOrEqual(t, len(side), 4, "supervisor, guardian, the worker's shim and the hold")
+	hold, err := holdOf(sup)
+	if explicit {
+		hold, err = explicitHoldOf(sup, bins.octostore)
+	}
+	require.NoError(t, err)
+	side := append(supervisorSide(t, sup), hold.Pid)
+	require.GreaterOrEqual(t, len(side), 5, "supervisor, guardian, the worker's shim, the hold (and its shim, or itself twice)")
 	var words []string
 	for _, p := range side {
 		words = append(words, strconv.Itoa(p))
@@ -77,8 +100,6 @@ func TestEmbeddedHoldNonDumpableTokenFree(t *testing.T) {
 	done; true`, words...)
 	require.Empty(t, out, "a same-user process could look into the supervisor side")
 
-	hold, err := holdOf(sup)
-	require.NoError(t, err)
 	pipe, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/1", hold.Pid)) // as root
 	require.NoError(t, err)
 	require.Regexp(t, "^(pipe|socket):", pipe, "the hold's stdout is the event channel")
@@ -95,4 +116,19 @@ func TestEmbeddedHoldNonDumpableTokenFree(t *testing.T) {
 	require.Equal(t, 143, r.wait(bound), r.stderr())
 	require.Equal(t, []string{"acquired", "released"}, r.events())
 	require.NotContains(t, r.out.String()+r.stderr(), "t-e2e")
+}
+
+// explicitHoldOf finds the explicit hold of the supervisor sup: its one live
+// descendant running exe.
+func explicitHoldOf(sup int, exe string) (proctest.Record, error) {
+	ps, err := platform.NewProcReader().Descendants(sup, nil)
+	if err != nil {
+		return proctest.Record{}, err
+	}
+	for _, p := range ps {
+		if !p.Dead() && strings.HasPrefix(platform.Cmdline(p.Pid), exe+" ") {
+			return proctest.Record{Pid: p.Pid, Start: p.StartTicks, Role: "hold"}, nil
+		}
+	}
+	return proctest.Record{}, fmt.Errorf("supervisor %d has no live hold running %s", sup, exe)
 }

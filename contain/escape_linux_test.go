@@ -219,13 +219,35 @@ func TestHole13SecretsStayOutOfTheWorker(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, string(worker), token)
 	require.NotContains(t, string(worker), "OCTOSTORE_TOKEN")
-	require.Contains(t, string(hold), "OCTOSTORE_TOKEN="+token)
-	require.Contains(t, string(hold), "OCTOSTORE_TOKEN_FILE=")
+	require.NotContains(t, string(hold), "OCTOSTORE_TOKEN=", "the token file named wins, and the token stays out of every environment")
+	require.Contains(t, string(hold), "OCTOSTORE_TOKEN_FILE=/run/secret/"+token)
 	require.Contains(t, string(hold), "OCTOSTORE_ETCD_KEY=/run/secret/etcd.key")
 	require.NotContains(t, string(worker), "OCTOSTORE_ETCD_KEY")
 	require.Contains(t, string(worker), "OCTOSTORE_FENCING_TERM=5")
 	require.Contains(t, string(worker), "OCTOSTORE_SUPERVISOR_READY_FILE=")
 	require.NotContains(t, r.out.String()+r.stderr(), token)
+}
+
+// Issue 32, finding 2: an explicit hold (any hold command, ours or
+// upstream's) gets the bearer token on its stdin (OCTOSTORE_TOKEN_FILE=-),
+// never in its environment, which a worker of the same user read from
+// /proc/<hold>/environ and then used to forge authority.
+func TestExplicitHoldGetsTheTokenOnAPipe(t *testing.T) {
+	t.Parallel()
+	const token = "tok-9b3e71-SECRET"
+	r := start(t, sc{
+		env:     []string{"OCTOSTORE_TOKEN=" + token},
+		holdPre: "env > {dir}/hold.env; cat > {dir}/hold.stdin",
+		hold:    lostAfterSetup,
+	})
+	require.Equal(t, 20, r.wait(bound))
+	hold, err := os.ReadFile(filepath.Join(r.dir, "hold.env"))
+	require.NoError(t, err)
+	require.NotContains(t, string(hold), token, "the token was in the hold's environment")
+	require.Contains(t, string(hold), "OCTOSTORE_TOKEN_FILE=-\n")
+	stdin, err := os.ReadFile(filepath.Join(r.dir, "hold.stdin"))
+	require.NoError(t, err)
+	require.Equal(t, token, string(stdin))
 }
 
 // docs/protocol.md "Reference holes" item 11: a hold whose release takes longer

@@ -236,8 +236,8 @@ func withoutVars(env, drop []string) []string {
 	return out
 }
 
-// tokenHandover takes the bearer token out of the embedded hold's
-// environment, where /proc/<pid>/environ would show it: the hold reads it from
+// tokenHandover takes the bearer token out of the hold's environment, where
+// /proc/<pid>/environ would show it: the hold reads it from
 // its stdin instead (OCTOSTORE_TOKEN_FILE=-, the client's own way of taking a
 // token from a pipe). The result is the hold's environment and the token to
 // hand over, "" when there is none or OCTOSTORE_TOKEN_FILE already names one

@@ -122,18 +122,20 @@ func openHost(cfg Config, events, workerOut *os.File, keep []*os.File) (host, er
 
 // holdLaunch is how the hold is started. The embedded hold is this binary,
 // named by selfExe so that its shim starts it from its own image (helperImage:
-// non-dumpable from its first instruction), and it gets the bearer token on
-// its stdin (tokenHandover), a pipe that holds nothing else; any other hold
-// command gets the environment as it is, the user's choice.
+// non-dumpable from its first instruction). Every hold, an explicit one too,
+// gets the bearer token on its stdin (tokenHandover, OCTOSTORE_TOKEN_FILE=-,
+// which upstream's client and ours read), a pipe that holds nothing else,
+// and never in its environment, where /proc/<pid>/environ shows it to every
+// process of the user for as long as the hold runs.
 func holdLaunch(cfg Config) (argv, env []string, stdin *os.File, err error) {
-	if !cfg.EmbeddedHold {
-		return cfg.Hold, cfg.Env, nil, nil
+	argv = cfg.Hold
+	if cfg.EmbeddedHold {
+		exe, err := selfExe()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		argv = append([]string{exe}, cfg.Hold[1:]...)
 	}
-	exe, err := selfExe()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	argv = append([]string{exe}, cfg.Hold[1:]...)
 	env, token := tokenHandover(cfg.Env)
 	if token == "" {
 		return argv, env, nil, nil
