@@ -1,6 +1,7 @@
 package contain
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -52,6 +53,10 @@ type BackendRequest struct {
 // below the mount. nil: no D-Bus client is linked (the helper images), and a
 // systemd host without a cgroup delegated to us has no cgroup backend.
 type ScopeFunc func(join bool) (string, error)
+
+// ErrNoScope: looking only (sweep), systemd has no scope of ours, so no run
+// of a supervisor is left on this host.
+var ErrNoScope = errors.New("systemd has no scope of ours: no supervisor runs on this host, and no run of one is left")
 
 // DefaultMaxProcesses is the worker leaf's pids.max when the pids controller is available.
 const DefaultMaxProcesses = 4096

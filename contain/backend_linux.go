@@ -156,7 +156,7 @@ func scopeParent(mount string, req BackendRequest) (string, string, error) {
 		return "", "", err
 	}
 	if cg == "" {
-		return "", "", errors.New("systemd has no scope of ours: no supervisor runs on this host, and no run of one is left")
+		return "", "", ErrNoScope
 	}
 	return vacated(filepath.Join(mount, cg), req, "a scope systemd delegated to supervisors")
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -117,6 +118,9 @@ also sweep at start.`,
 		OnUsageError: usageErr,
 		Action: func(c *cli.Context) error {
 			b, err := contain.ResolveBackend(contain.BackendRequest{Containment: contain.BackendCgroup, CgroupParent: c.String("cgroup-parent"), LookOnly: true, Scope: systemdScope()})
+			if errors.Is(err, contain.ErrNoScope) {
+				return nil // nothing was ever left where runs would be
+			}
 			if err != nil {
 				return usageError{err.Error()}
 			}
