@@ -1,0 +1,59 @@
+// Package systemdvm boots a Debian 12 VM with systemd as PID 1 on a pure
+// cgroup v2 hierarchy under qemu, runs one payload in it and hands back what
+// the payload wrote. It is a test kit: tests use it to run the real binaries
+// on a host as users have it (testbin/e2e/systemdhost); no product code
+// imports it. Linux only, as root.
+//
+// # Image
+//
+// EnsureImage builds the root disk once per machine and caches it under
+// /var/cache/octostore-systemd-vm/<key>/ (OCTOSTORE_SYSTEMD_VM_CACHE moves the
+// cache root): a minbase debootstrap of bookworm with the packages in
+// Packages, built by image/build.sh, plus copies of the host's kernel and
+// initramfs from /boot (the Debian kernel's initramfs has the virtio drivers).
+// The key is the SHA-256 of the suite, the package list, every file in
+// image/ and the kernel and initramfs bytes: change any of them and the next
+// run builds a new image; nothing else invalidates it. The mirror is read from
+// apt's own configuration (/etc/apt/sources.list, sources.list.d/*.list and
+// *.sources), never written into the code, and is not part of the key.
+//
+// Invariants:
+//   - A cache directory is complete or absent: the image is built in a
+//     temporary directory beside it and renamed into place.
+//   - Builds are serialised by an exclusive flock on <cache root>/.lock, so
+//     concurrent test processes build once and the rest wait and reuse it;
+//     temporary directories found under the lock are leftovers of a killed
+//     build and are removed.
+//   - The cached root disk is never written: qemu opens it with snapshot=on,
+//     so every boot starts from the same state and boots may run at once.
+//
+// The image has a normal user tester (uid 1000, home directory, lingering, so
+// user@1000.service runs from boot) and nobody; serial-getty@ttyS0 is masked
+// (its login prompt would take the console); the journal is volatile.
+//
+// # Boot
+//
+// Image.Boot puts a payload directory on a second, small ext4 disk (mkfs.ext4
+// -d, label octo-payload, no loop mount) and boots with it attached
+// read-write. The image's oneshot unit octo-e2e.service (After=
+// multi-user.target user@1000.service) mounts it at /mnt/payload, runs its
+// run.sh as root as `run.sh /mnt/payload /mnt/payload/results` (stdout and
+// stderr to results/run.out, the exit code to results/run.rc), syncs,
+// unmounts and powers the VM off. After qemu exits, Boot copies results/ out
+// of the payload disk with debugfs (rdump, no mount).
+//
+// Invariants:
+//   - qemu's whole life is bounded: past the limit it is SIGKILLed by its pid
+//     (and it dies with the test process: Pdeathsig), and Boot proves at the
+//     end that no process of this boot's qemu remains.
+//   - The console (ttyS0: the kernel, systemd and the payload's progress
+//     lines) is kept in a file whose tail goes into every error.
+//   - Missing tools (qemu-system-x86_64, debootstrap, mkfs.ext4, debugfs, a
+//     kernel and initramfs in /boot) are an error naming the apt-get install
+//     line that provides them (CheckTools); callers fail on it, never skip.
+//
+// KVM is not used: on the machines this project's CI runs on, /dev/kvm exists
+// but qemu aborts or hangs with it (issue 31). qemu runs with TCG (-accel
+// tcg,thread=multi -cpu max -smp 2 -m 2048), which reaches multi-user in
+// 15-30 s.
+package systemdvm

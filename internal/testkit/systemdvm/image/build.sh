@@ -1,0 +1,56 @@
+#!/bin/bash
+# Builds the root disk of the systemd test VM (see ../doc.go). Run as root by
+# the systemdvm package, which hashes this file, the package list and the
+# files beside it into the cache key: change any of them and the next run
+# builds a new image.
+#
+# Environment (all required):
+#   OUT       directory to write disk.img into (a fresh temporary directory)
+#   MIRROR    the Debian mirror URI, taken from the host's apt configuration
+#   SUITE     the Debian suite (bookworm)
+#   PACKAGES  comma-separated packages for debootstrap --include
+#   FILES     directory holding octo-e2e.service and octo-e2e-boot
+# Optional: KEYRING (debootstrap --keyring), http_proxy (from apt's config).
+set -euo pipefail
+: "${OUT:?}" "${MIRROR:?}" "${SUITE:?}" "${PACKAGES:?}" "${FILES:?}"
+
+root="$OUT/rootfs"
+keyring=()
+[ -z "${KEYRING:-}" ] || keyring=(--keyring="$KEYRING")
+debootstrap --variant=minbase "${keyring[@]}" --include="$PACKAGES" "$SUITE" "$root" "$MIRROR"
+
+echo octo-vm >"$root/etc/hostname"
+printf '/dev/vda / ext4 rw,errors=remount-ro 0 1\n' >"$root/etc/fstab"
+# No network in the guest: the tests need none, and no unit waits for one.
+rm -f "$root"/etc/resolv.conf
+
+# A normal user with uid 1000 and a home: its user manager (user@1000.service)
+# starts at boot because it lingers. nobody is kept for --worker-user.
+chroot "$root" useradd --create-home --uid 1000 --user-group --shell /bin/bash tester
+mkdir -p "$root/var/lib/systemd/linger"
+touch "$root/var/lib/systemd/linger/tester"
+chroot "$root" id nobody >/dev/null
+
+# The serial getty would take the console (vhangup) from the runner unit.
+# apt's timers would start work nobody asked for in the middle of a run.
+for u in serial-getty@ttyS0.service getty@tty1.service apt-daily.timer apt-daily-upgrade.timer \
+  e2scrub_all.timer fstrim.timer; do
+  ln -sf /dev/null "$root/etc/systemd/system/$u"
+done
+
+install -m 0644 "$FILES/octo-e2e.service" "$root/etc/systemd/system/octo-e2e.service"
+install -m 0755 "$FILES/octo-e2e-boot" "$root/usr/local/sbin/octo-e2e-boot"
+mkdir -p "$root/etc/systemd/system/multi-user.target.wants" "$root/mnt/payload"
+ln -sf /etc/systemd/system/octo-e2e.service "$root/etc/systemd/system/multi-user.target.wants/octo-e2e.service"
+ln -sf /lib/systemd/system/multi-user.target "$root/etc/systemd/system/default.target"
+
+# The journal stays in memory: the root disk is a throw-away snapshot.
+mkdir -p "$root/etc/systemd/journald.conf.d"
+printf '[Journal]\nStorage=volatile\n' >"$root/etc/systemd/journald.conf.d/volatile.conf"
+
+# debootstrap's package cache is not needed inside.
+rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+
+truncate -s 2G "$OUT/disk.img"
+mkfs.ext4 -q -F -L octo-root -d "$root" "$OUT/disk.img"
+rm -rf "$root"

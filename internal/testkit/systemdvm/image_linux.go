@@ -1,0 +1,267 @@
+package systemdvm
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Suite is the Debian release the image is built from.
+const Suite = "bookworm"
+
+// Packages are what debootstrap --variant=minbase adds: systemd as PID 1,
+// the system and session buses, logind's PAM module (session scopes, the user
+// manager), procps and python3 for the scenarios.
+var Packages = []string{
+	"systemd", "systemd-sysv", "dbus", "udev", "procps", "python3", "iproute2", "kmod",
+	"libpam-systemd", "dbus-user-session",
+}
+
+// DefaultCacheRoot is where images are cached; OCTOSTORE_SYSTEMD_VM_CACHE
+// overrides it.
+const DefaultCacheRoot = "/var/cache/octostore-systemd-vm"
+
+//go:embed image
+var imageFiles embed.FS
+
+// Image is a cached root disk with the kernel and initramfs it boots with.
+type Image struct {
+	Dir    string // the cache directory, <cache root>/<key>
+	Disk   string // root file system (ext4, raw); opened with snapshot=on only
+	Kernel string
+	Initrd string
+	Built  bool          // built by this call (else reused)
+	Took   time.Duration // how long the build took, when Built
+}
+
+// CacheRoot returns the cache root in use.
+func CacheRoot() string {
+	if d := os.Getenv("OCTOSTORE_SYSTEMD_VM_CACHE"); d != "" {
+		return d
+	}
+	return DefaultCacheRoot
+}
+
+// EnsureImage returns this machine's cached image, building it first when it
+// is missing (about a minute and 330 MB of downloads from apt's mirror).
+// logf reports progress.
+func EnsureImage(ctx context.Context, logf func(string, ...any)) (*Image, error) {
+	if err := CheckTools(); err != nil {
+		return nil, err
+	}
+	kernel, initrd, err := hostKernel()
+	if err != nil {
+		return nil, err
+	}
+	key, err := imageKey(kernel, initrd)
+	if err != nil {
+		return nil, err
+	}
+	root := CacheRoot()
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, err
+	}
+	unlock, err := lockFile(filepath.Join(root, ".lock"))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	img := &Image{Dir: filepath.Join(root, key)}
+	img.Disk, img.Kernel, img.Initrd = filepath.Join(img.Dir, "disk.img"), filepath.Join(img.Dir, "vmlinuz"), filepath.Join(img.Dir, "initrd.img")
+	if _, err := os.Stat(img.Disk); err == nil {
+		return img, nil
+	}
+	removeLeftovers(root, logf)
+	start := time.Now()
+	logf("systemdvm: building the VM image %s (debootstrap %s; about a minute)", img.Dir, Suite)
+	if err := build(ctx, root, img.Dir, kernel, initrd, logf); err != nil {
+		return nil, err
+	}
+	img.Built, img.Took = true, time.Since(start)
+	logf("systemdvm: image built in %s", img.Took.Round(time.Second))
+	return img, nil
+}
+
+func build(ctx context.Context, root, final, kernel, initrd string, logf func(string, ...any)) error {
+	tmp, err := os.MkdirTemp(root, ".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	files := filepath.Join(tmp, "files")
+	if err := extractImageFiles(files); err != nil {
+		return err
+	}
+	src, err := AptSource(Suite)
+	if err != nil {
+		return err
+	}
+	out := filepath.Join(tmp, "out")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "/bin/bash", filepath.Join(files, "build.sh"))
+	cmd.Env = append(os.Environ(),
+		"OUT="+out, "MIRROR="+src.URI, "SUITE="+Suite, "FILES="+files,
+		"PACKAGES="+strings.Join(Packages, ","), "KEYRING="+src.Keyring,
+		"PATH="+os.Getenv("PATH")+":/usr/sbin:/sbin", "DEBIAN_FRONTEND=noninteractive")
+	if p := aptProxy(); p != "" {
+		cmd.Env = append(cmd.Env, "http_proxy="+p)
+	}
+	logFile := filepath.Join(root, "build.log")
+	lf, err := os.Create(logFile)
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = lf, lf
+	err = cmd.Run()
+	lf.Close()
+	if err != nil {
+		return fmt.Errorf("building the VM image (mirror %s from apt's configuration) failed: %w; last lines of %s:\n%s",
+			src.URI, err, logFile, tail(logFile, 30))
+	}
+	for from, to := range map[string]string{kernel: "vmlinuz", initrd: "initrd.img"} {
+		if err := copyFile(from, filepath.Join(out, to), 0o644); err != nil {
+			return err
+		}
+	}
+	info := fmt.Sprintf("built %s from %s (%s), packages %s, kernel %s\n",
+		time.Now().UTC().Format(time.RFC3339), src.URI, Suite, strings.Join(Packages, ","), kernel)
+	if err := os.WriteFile(filepath.Join(out, "info.txt"), []byte(info), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(out, final)
+}
+
+// removeLeftovers removes temporary build directories of builds that were
+// killed; called under the lock, so no build is using them.
+func removeLeftovers(root string, logf func(string, ...any)) {
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".tmp-") {
+			logf("systemdvm: removing %s, left by a build that did not finish", e.Name())
+			os.RemoveAll(filepath.Join(root, e.Name()))
+		}
+	}
+}
+
+// imageKey hashes everything the image is made from but the mirror.
+func imageKey(kernel, initrd string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "suite %s\npackages %s\n", Suite, strings.Join(Packages, ","))
+	var names []string
+	err := fs.WalkDir(imageFiles, "image", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			names = append(names, p)
+		}
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		b, err := imageFiles.ReadFile(n)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "file %s %d\n", n, len(b))
+		h.Write(b)
+	}
+	for _, f := range []string{kernel, initrd} {
+		fmt.Fprintf(h, "boot %s\n", filepath.Base(f))
+		if err := hashFile(h, f); err != nil {
+			return "", err
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:24], nil
+}
+
+func hashFile(w io.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
+}
+
+func extractImageFiles(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	entries, err := imageFiles.ReadDir("image")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		b, err := imageFiles.ReadFile("image/" + e.Name())
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+func copyFile(from, to string, mode os.FileMode) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// tail returns the last n lines of a file, for error messages.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+var errNoKernel = errors.New("no kernel with an initramfs in /boot")
