@@ -11,7 +11,7 @@ TAGS    := urfave_cli_no_docs
 BIN     := bin
 CROSS   := linux/amd64 linux/arm64 darwin/arm64 darwin/amd64 windows/amd64
 
-.PHONY: all build test test-beside-etcd test-default test-contain-etcd test-process-group cross fuzz bench example demo demo-cluster vet clean test-windows bench-windows windows-bins etcd36
+.PHONY: all build test test-beside-etcd test-default test-contain-etcd test-process-group cross fuzz bench example demo demo-cluster vet clean test-windows bench-windows windows-bins etcd36 test-systemd-vm
 
 all: build
 
@@ -76,6 +76,13 @@ test-contain-etcd:
 
 test-process-group:
 	OCTOSTORE_TEST_CONTAINMENT=process-group $(GO) test -race -count=1 -timeout 25m -parallel 2 ./contain/
+
+# The systemd-host scenarios alone (issue 31; test-default runs them too): a
+# Debian 12 VM with systemd under qemu runs `make build`'s binaries in every
+# start-up mode. Root; the image is built once into /var/cache
+# (testbin/e2e/systemdhost, internal/testkit/systemdvm).
+test-systemd-vm:
+	$(GO) test -count=1 -timeout 30m -v -run '^TestSystemdHost$$' ./testbin/e2e/systemdhost/
 
 # The pinned etcd 3.6 server the etcd tests run against besides Debian's
 # etcd (internal/etcdtest). It is a module of its own (.ci/etcd36), which keeps
