@@ -198,6 +198,76 @@ func CgroupCPUMicros(dir string) (uint64, error) {
 	return 0, fmt.Errorf("%s/cpu.stat has no usage_usec", dir)
 }
 
+// CPUPeriodMicros is the period of every cpu.max SetCgroupLimits writes:
+// the kernel's default, so a quota of n CPUs is n × 100 ms per 100 ms.
+const CPUPeriodMicros = 100_000
+
+// CgroupLimits are the resource limits SetCgroupLimits puts on a cgroup.
+type CgroupLimits struct {
+	MemoryMax      int64 // memory.max in bytes; 0: none
+	CPUQuotaMicros int   // cpu.max quota per CPUPeriodMicros; 0: none
+}
+
+// SetCgroupLimits enables the controllers l needs for dir (enableController,
+// from top down) and writes l into dir. A memory limit comes with
+// memory.swap.max 0, so the limit is not dodged into swap (where the kernel
+// accounts no swap it must have none to use), and memory.oom.group 1, so an
+// OOM kill takes every process in dir at once instead of one process of a
+// tree that then runs on without it.
+func SetCgroupLimits(top, dir string, l CgroupLimits) error {
+	parent := filepath.Dir(dir)
+	if l.MemoryMax > 0 {
+		if err := enableController(top, parent, "memory"); err != nil {
+			return err
+		}
+		if err := writeCgroupFile(dir, "memory.max", strconv.FormatInt(l.MemoryMax, 10)); err != nil {
+			return fmt.Errorf("set memory.max in %s: %w", dir, err)
+		}
+		if err := writeCgroupFile(dir, "memory.swap.max", "0"); err != nil && (!errors.Is(err, fs.ErrNotExist) || SwapActive()) {
+			return fmt.Errorf("set memory.swap.max in %s: %w", dir, err)
+		}
+		if err := writeCgroupFile(dir, "memory.oom.group", "1"); err != nil {
+			return fmt.Errorf("set memory.oom.group in %s: %w", dir, err)
+		}
+	}
+	if l.CPUQuotaMicros > 0 {
+		if err := enableController(top, parent, "cpu"); err != nil {
+			return err
+		}
+		if err := writeCgroupFile(dir, "cpu.max", fmt.Sprintf("%d %d", l.CPUQuotaMicros, CPUPeriodMicros)); err != nil {
+			return fmt.Errorf("set cpu.max in %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// SwapActive reports whether any swap area is in use (/proc/swaps lists one
+// below its header line).
+func SwapActive() bool {
+	b, err := os.ReadFile("/proc/swaps")
+	return err != nil || strings.Count(strings.TrimSpace(string(b)), "\n") > 0
+}
+
+// CgroupCounters reads the values of keys from the flat-keyed file
+// dir/name ("key value" lines: memory.events, pids.events, cpu.stat); a key
+// the file lacks reads 0.
+func CgroupCounters(dir, name string, keys ...string) ([]uint64, error) {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uint64, len(keys))
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(l, " ")
+		for i, want := range keys {
+			if k == want {
+				out[i], _ = strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			}
+		}
+	}
+	return out, nil
+}
+
 // writeCgroupFile writes value to the control file dir/name in one write, as
 // the kernel takes it.
 func writeCgroupFile(dir, name, value string) error {

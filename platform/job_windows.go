@@ -29,6 +29,12 @@ var (
 type JobLimits struct {
 	// MaxProcesses is the job's active-process limit; 0 means none.
 	MaxProcesses uint32
+	// MemoryMax is the job's limit on the memory its processes commit
+	// together (JOB_OBJECT_LIMIT_JOB_MEMORY), in bytes; 0 means none.
+	MemoryMax uint64
+	// CPURate is the job's hard-capped CPU rate, in hundredths of a percent
+	// of all processors (1 to 10000); 0 means none.
+	CPURate uint32
 }
 
 // completion keys on a job's port: the job's own notifications, and the
@@ -52,6 +58,9 @@ type Job struct {
 	// limitsVerified is false only under Wine, whose limit queries return
 	// zeros (see NewJob).
 	limitsVerified bool
+	// hits are the limits the job's notifications said were hit
+	// (limitHits), recorded as the completion port is read.
+	hits atomic.Uint32
 
 	// mu is held for reading by every call that uses the handles and for
 	// writing by Close, so the handles are never closed (and their values
@@ -91,6 +100,7 @@ func NewJob(l JobLimits) (*Job, error) {
 func (j *Job) setup(l JobLimits) error {
 	var info windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION
 	info.BasicLimitInformation = wantLimits(l)
+	info.JobMemoryLimit = uintptr(l.MemoryMax)
 	if _, err := windows.SetInformationJobObject(j.h, windows.JobObjectExtendedLimitInformation,
 		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
 		return fmt.Errorf("set job limits: %w", err)
@@ -111,8 +121,13 @@ func (j *Job) setup(l JobLimits) error {
 		return fmt.Errorf("read back job limits: %w", err)
 	}
 	_, wine := WineVersion()
-	j.limitsVerified, err = checkLimits(back.BasicLimitInformation, l, wine)
-	return err
+	if j.limitsVerified, err = checkLimits(back.BasicLimitInformation, l, wine); err != nil {
+		return err
+	}
+	if j.limitsVerified && l.MemoryMax > 0 && uint64(back.JobMemoryLimit) != l.MemoryMax {
+		return fmt.Errorf("%w: job memory limit is %d bytes, not %d", ErrJobLimits, back.JobMemoryLimit, l.MemoryMax)
+	}
+	return j.setCPURate(l.CPURate, wine)
 }
 
 func wantLimits(l JobLimits) windows.JOBOBJECT_BASIC_LIMIT_INFORMATION {
@@ -121,6 +136,9 @@ func wantLimits(l JobLimits) windows.JOBOBJECT_BASIC_LIMIT_INFORMATION {
 	if l.MaxProcesses > 0 {
 		b.LimitFlags |= windows.JOB_OBJECT_LIMIT_ACTIVE_PROCESS
 		b.ActiveProcessLimit = l.MaxProcesses
+	}
+	if l.MemoryMax > 0 {
+		b.LimitFlags |= windows.JOB_OBJECT_LIMIT_JOB_MEMORY
 	}
 	return b
 }
@@ -132,6 +150,10 @@ func checkLimits(got windows.JOBOBJECT_BASIC_LIMIT_INFORMATION, l JobLimits, win
 		if l.MaxProcesses > 0 {
 			return false, fmt.Errorf("%w: Wine keeps no active-process limit, so a limit of %d processes would not be enforced",
 				ErrJobLimits, l.MaxProcesses)
+		}
+		if l.MemoryMax > 0 {
+			return false, fmt.Errorf("%w: Wine keeps no job memory limit (its jobs commit past it), so a limit of %d bytes would not be enforced",
+				ErrJobLimits, l.MemoryMax)
 		}
 		return false, nil
 	}
@@ -145,6 +167,7 @@ func checkLimits(got windows.JOBOBJECT_BASIC_LIMIT_INFORMATION, l JobLimits, win
 		{windows.JOB_OBJECT_LIMIT_BREAKAWAY_OK, "BREAKAWAY_OK"},
 		{windows.JOB_OBJECT_LIMIT_SILENT_BREAKAWAY_OK, "SILENT_BREAKAWAY_OK"},
 		{windows.JOB_OBJECT_LIMIT_ACTIVE_PROCESS, "ACTIVE_PROCESS"},
+		{windows.JOB_OBJECT_LIMIT_JOB_MEMORY, "JOB_MEMORY"},
 	}
 	rest := got.LimitFlags ^ want.LimitFlags
 	for _, f := range named {
@@ -289,6 +312,9 @@ func (j *Job) WaitEmpty(ctx context.Context) error {
 			err = windows.GetQueuedCompletionStatus(j.port, &qty, &key, &ov, waitEmptyRecheckMillis)
 			if err != nil && err != windows.WAIT_TIMEOUT {
 				return fmt.Errorf("wait on job completion port: %w", err)
+			}
+			if err == nil && key == keyJob {
+				j.hits.Or(limitHit(qty))
 			}
 		}
 	})

@@ -133,6 +133,9 @@ func runHelper(mode string) int {
 		fmt.Println(in, nest)
 		return 0
 	}
+	if code, ok := limitHelper(mode); ok {
+		return code
+	}
 	fmt.Fprintf(os.Stderr, "unknown helper %q\n", mode)
 	return helperError
 }
@@ -275,7 +278,11 @@ func TestCheckLimits(t *testing.T) {
 		{name: "kill on close lost", got: limits(0, 0), errText: "KILL_ON_JOB_CLOSE is off"},
 		{name: "breakaway allowed", got: limits(kill|brk, 0), errText: "BREAKAWAY_OK is on"},
 		{name: "silent breakaway", got: limits(kill|silent, 0), errText: "SILENT_BREAKAWAY_OK is on"},
-		{name: "foreign flag", got: limits(kill|windows.JOB_OBJECT_LIMIT_JOB_MEMORY, 0), errText: "unexpected limit flags 0x200"},
+		{name: "foreign flag", got: limits(kill|windows.JOB_OBJECT_LIMIT_JOB_TIME, 0), errText: "unexpected limit flags 0x4"},
+		{name: "exact with memory limit", got: limits(kill|windows.JOB_OBJECT_LIMIT_JOB_MEMORY, 0), l: JobLimits{MemoryMax: 1 << 20}, verified: true},
+		{name: "memory limit not asked for", got: limits(kill|windows.JOB_OBJECT_LIMIT_JOB_MEMORY, 0), errText: "JOB_MEMORY is on"},
+		{name: "memory limit missing", got: limits(kill, 0), l: JobLimits{MemoryMax: 1 << 20}, errText: "JOB_MEMORY is off"},
+		{name: "Wine cannot limit memory", got: limits(0, 0), wine: true, l: JobLimits{MemoryMax: 1 << 20}, errText: "Wine keeps no job memory limit"},
 		{name: "limit missing", got: limits(kill, 0), l: JobLimits{MaxProcesses: 3}, errText: "ACTIVE_PROCESS is off"},
 		{name: "limit differs", got: limits(kill|act, 4), l: JobLimits{MaxProcesses: 3}, errText: "active-process limit is 4, not 3"},
 		{name: "Wine zero record", got: limits(0, 0), wine: true, verified: false},
