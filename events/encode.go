@@ -20,6 +20,14 @@ type Containment struct {
 	// contain.Report.Limit). It is written only when set, so Linux and
 	// Windows lines keep their exact bytes.
 	Limit string
+	// The worker group's usage and what ended it, where known (see
+	// contain.Report); each is written only when set, after the fields
+	// above, so a line without them keeps the reference's bytes.
+	CPUMicros       uint64
+	MemoryPeakBytes uint64
+	OOMKills        uint64
+	LimitHit        string
+	Signal          int
 }
 
 // Line is one supervisor stdout line. Optional fields are omitted when unset,
@@ -98,9 +106,34 @@ func (l Line) Append(b []byte) []byte {
 		if c.Limit != "" {
 			b = appendField(b, "limit", c.Limit)
 		}
+		b = c.appendUsage(b)
 		b = append(b, '}')
 	}
 	return append(b, "}\n"...)
+}
+
+// appendUsage appends the containment's optional usage fields, in the order
+// of contain.Report's JSON (run's summary), each only when set.
+func (c *Containment) appendUsage(b []byte) []byte {
+	for _, f := range []struct {
+		name string
+		v    uint64
+	}{{"cpu_usec", c.CPUMicros}, {"memory_peak_bytes", c.MemoryPeakBytes}, {"oom_kills", c.OOMKills}} {
+		if f.v > 0 {
+			b = append(b, `,"`...)
+			b = append(b, f.name...)
+			b = append(b, `":`...)
+			b = strconv.AppendUint(b, f.v, 10)
+		}
+	}
+	if c.LimitHit != "" {
+		b = appendField(b, "limit_hit", c.LimitHit)
+	}
+	if c.Signal != 0 {
+		b = append(b, `,"signal":`...)
+		b = strconv.AppendInt(b, int64(c.Signal), 10)
+	}
+	return b
 }
 
 // appendField appends ,"name":"value" with value quoted (appendQuoted).

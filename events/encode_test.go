@@ -52,6 +52,23 @@ func TestLineEncodeGolden(t *testing.T) {
 			want: `{"schema_version":1,"source":"octostore-supervisor","sequence":6,"event":"lost","kind":"election","name":"g15BTc54MStBoX-momDJm6uBhJQKKtqQ","candidate_id":"agent-a","term":3,"reason_code":"term_changed","containment":{"backend":"process-group","proven_empty":true,"killed":1,"duration_ms":7,"limit":"a process that leaves the group \"unseen\" <b>"}}` + "\n",
 		},
 		{
+			name: "usage and the limit that ended the tree come last, each only when set",
+			line: Line{
+				Sequence: 7, Event: Released, Kind: Election, Name: testRoom, CandidateID: strPtr(testCandidate), Term: u64Ptr(2),
+				WorkerExitCode: intPtr(137),
+				Containment:    &Containment{Backend: "cgroup", ProvenEmpty: true, Killed: 0, DurationMs: 3, CPUMicros: 812345, MemoryPeakBytes: 67108864, OOMKills: 2, LimitHit: "memory", Signal: 9},
+			},
+			want: `{"schema_version":1,"source":"octostore-supervisor","sequence":7,"event":"released","kind":"election","name":"g15BTc54MStBoX-momDJm6uBhJQKKtqQ","candidate_id":"agent-a","term":2,"worker_exit_code":137,"containment":{"backend":"cgroup","proven_empty":true,"killed":0,"duration_ms":3,"cpu_usec":812345,"memory_peak_bytes":67108864,"oom_kills":2,"limit_hit":"memory","signal":9}}` + "\n",
+		},
+		{
+			name: "a limit hit without usage",
+			line: Line{
+				Sequence: 8, Event: Released, Kind: Lock, Name: testLock, Term: u64Ptr(2),
+				Containment: &Containment{Backend: "job", ProvenEmpty: true, Killed: 4, DurationMs: 5, LimitHit: "pids"},
+			},
+			want: `{"schema_version":1,"source":"octostore-supervisor","sequence":8,"event":"released","kind":"lock","name":"repo/octostore/issue-1842","term":2,"containment":{"backend":"job","proven_empty":true,"killed":4,"duration_ms":5,"limit_hit":"pids"}}` + "\n",
+		},
+		{
 			name: "zero values that are present stay present",
 			line: Line{
 				Sequence: 18446744073709551615, Event: Uncertain, Kind: Election, Name: testRoom, CandidateID: strPtr(""), Term: u64Ptr(0),
