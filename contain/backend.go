@@ -22,6 +22,17 @@ type Backend struct {
 	Join   bool   // cgroup: clone3 is refused, so programs join their leaf through a re-exec
 	PidMax int    // cgroup: pids.max of the worker leaf; job: the worker job's active-process limit; 0: no limit
 	Note   string // why this backend (and what it lacks), for the start line and doctor
+	// MemoryMax is the worker group's memory limit in bytes (cgroup:
+	// memory.max, with memory.swap.max 0 and memory.oom.group 1; job: its
+	// job memory limit); 0: none.
+	MemoryMax int64
+	// CPUMilli is the worker group's CPU limit in thousandths of a CPU
+	// (cgroup: cpu.max; job: a hard-capped CPU rate); 0: none.
+	CPUMilli int
+	// Limited says a resource limit was asked for explicitly: the worker
+	// group's containment report then carries its usage and the limit it
+	// hit on every command, not only run's (see Report).
+	Limited bool
 }
 
 // String is the one-line description printed at start.
@@ -41,6 +52,8 @@ type BackendRequest struct {
 	CgroupParent string // optional absolute directory on the cgroup v2 mount
 	MaxProcesses int    // pids.max for the worker leaf; 0 means the default
 	MaxSet       bool   // MaxProcesses was given explicitly
+	MemoryMax    int64  // --memory-max in bytes; 0: none
+	CPUMilli     int    // --cpu-max in thousandths of a CPU; 0: none
 	// LookOnly: find where runs are (sweep), moving nothing, this process
 	// included, and starting no scope.
 	LookOnly bool

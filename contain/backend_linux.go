@@ -30,8 +30,8 @@ func ResolveBackend(req BackendRequest) (Backend, error) {
 		if req.CgroupParent != "" {
 			return Backend{}, fmt.Errorf("%w: --cgroup-parent needs the cgroup backend", ErrBackend)
 		}
-		if req.MaxSet {
-			return Backend{}, fmt.Errorf("%w: --max-processes needs the cgroup backend", ErrBackend)
+		if req.limitsAsked() {
+			return Backend{}, fmt.Errorf("%w: %s: resource limits need the cgroup backend", ErrBackend, req.limitFlags())
 		}
 		return Backend{Name: BackendProcessGroup, Note: "requested"}, nil
 	}
@@ -40,8 +40,12 @@ func ResolveBackend(req BackendRequest) (Backend, error) {
 		return b, nil
 	}
 	// Anything asked for explicitly is refused rather than quietly dropped.
-	if req.Containment == BackendCgroup || req.CgroupParent != "" || req.MaxSet {
+	var refused limitRefused
+	switch {
+	case req.Containment == BackendCgroup || req.CgroupParent != "" || errors.As(err, &refused):
 		return Backend{}, fmt.Errorf("%w: %w", ErrBackend, err)
+	case req.limitsAsked():
+		return Backend{}, fmt.Errorf("%w: %s: resource limits need the cgroup backend, unavailable here: %w", ErrBackend, req.limitFlags(), err)
 	}
 	return Backend{Name: BackendProcessGroup, Note: "cgroup v2 unavailable: " + err.Error()}, nil
 }
@@ -81,10 +85,14 @@ func cgroupBackend(req BackendRequest) (Backend, error) {
 		}
 		notes = append(notes, fmt.Sprintf("pids.max %d", b.PidMax))
 	} else if req.MaxSet {
-		return Backend{}, fmt.Errorf("--max-processes needs the pids controller, which %s does not offer", b.Parent)
+		return Backend{}, limitRefused{fmt.Errorf("--max-processes needs the pids controller, which %s does not offer: %s", b.Parent, controllerFix(b, "pids"))}
 	} else {
 		notes = append(notes, "no pid limit: the pids controller is not available here")
 	}
+	if err := cgroupLimits(&b, req, controllers(b.Parent)); err != nil {
+		return Backend{}, limitRefused{err}
+	}
+	notes = append(notes, limitNotes(b)...)
 	b.Note = strings.Join(append([]string{b.Note}, notes...), "; ")
 	return b, nil
 }

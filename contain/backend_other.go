@@ -17,6 +17,12 @@ func ResolveBackend(req BackendRequest) (Backend, error) {
 		if req.CgroupParent != "" {
 			return Backend{}, fmt.Errorf("%w: --cgroup-parent needs Linux cgroup v2", ErrBackend)
 		}
+		if req.limitsAsked() {
+			// macOS has no limit on a tree of processes: setrlimit binds
+			// each process alone, so a tree of n processes would get n times
+			// the limit, which is not what the flags promise.
+			return Backend{}, fmt.Errorf("%w: %s: macOS cannot limit a whole process tree (its rlimits are per process); the limits need Linux cgroup v2 or Windows job objects", ErrBackend, req.limitFlags())
+		}
 		return Backend{Name: BackendProcessGroup, Note: "the only backend on this platform"}, nil
 	case BackendCgroup:
 		return Backend{}, fmt.Errorf("%w: the cgroup backend needs Linux", ErrBackend)

@@ -38,5 +38,12 @@ func ResolveBackend(req BackendRequest) (Backend, error) {
 	} else {
 		b.Note += "; no active-process limit (--max-processes sets one)"
 	}
+	if err := jobLimits(&b, req); err != nil {
+		return Backend{}, err
+	}
+	for _, n := range limitNotes(b) {
+		b.Note += "; " + n
+	}
+	b.Limited = b.Limited || req.MaxSet
 	return b, nil
 }

@@ -49,7 +49,8 @@ type cgroupRun struct {
 
 // createRun makes the run directory and one leaf per group; the worker's leaf gets
 // pids.max when the pids controller is available, so a fork storm is bounded by
-// the kernel and cannot starve the host or us.
+// the kernel and cannot starve the host or us, and the memory and CPU limits
+// asked for (leafLimits).
 func createRun(b Backend, name string, groups []string) (*cgroupRun, error) {
 	if _, _, ok := parseRunName(name); !ok || filepath.Base(name) != name {
 		return nil, fmt.Errorf("refusing to create cgroup %q: not a run directory name", name)
@@ -70,6 +71,13 @@ func createRun(b Backend, name string, groups []string) (*cgroupRun, error) {
 			return nil, fmt.Errorf("create cgroup %s: %w", l.dir, err)
 		}
 		r.leaves[g] = l
+		if g != groupWorker {
+			continue
+		}
+		if err := platform.SetCgroupLimits(b.Top, l.dir, leafLimits(b)); err != nil {
+			r.remove(io.Discard)
+			return nil, fmt.Errorf("limit cgroup %s: %w", l.dir, err)
+		}
 	}
 	return r, nil
 }
@@ -182,7 +190,8 @@ func removeRun(b Backend, name string, diag io.Writer) {
 }
 
 // stats reads the group's CPU time and, where the memory controller is on, its
-// peak memory, for run --json. Missing controllers leave zeros.
+// peak memory, and the limit that ended it (limitStats), for run --json and
+// for a run with limits. Missing controllers leave zeros.
 func (l *leaf) stats(rep *Report) {
 	if us, err := platform.CgroupCPUMicros(l.dir); err == nil {
 		rep.CPUMicros = us
@@ -190,6 +199,7 @@ func (l *leaf) stats(rep *Report) {
 	if b, err := os.ReadFile(filepath.Join(l.dir, "memory.peak")); err == nil {
 		rep.MemoryPeakBytes, _ = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 	}
+	limitStats(l.dir, rep)
 }
 
 // removeDir removes an empty cgroup directory. Right after the last task exits

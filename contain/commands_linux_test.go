@@ -262,7 +262,9 @@ exit 5
 }
 
 // --timeout stops a command that ignores TERM: TERM, the grace, then KILL; run
-// exits promptly with the main process's status (137) and says timed_out.
+// exits promptly with the main process's status (137) and says timed_out, and
+// its containment says why the tree ended (limit_hit timeout) and the signal
+// that ended the main process (issue 33).
 func TestRunTimeout(t *testing.T) {
 	defaultPassOnly(t)
 	t.Parallel()
@@ -281,6 +283,8 @@ func TestRunTimeout(t *testing.T) {
 	require.Equal(t, "cgroup", cont["backend"])
 	require.Equal(t, true, cont["proven_empty"])
 	require.GreaterOrEqual(t, num(cont, "killed"), float64(2))
+	require.Equal(t, "timeout", cont["limit_hit"])
+	require.EqualValues(t, 9, cont["signal"])
 	require.Empty(t, aliveRecorded(pidsIn(filepath.Join(dir, "pids"))))
 	requireNoRunDir(t, runParentOf(t, r), r.cmd.Process.Pid)
 }

@@ -134,6 +134,16 @@ type Report struct {
 
 	CPUMicros       uint64 `json:"cpu_usec,omitempty"`          // cgroup: CPU time of the whole group
 	MemoryPeakBytes uint64 `json:"memory_peak_bytes,omitempty"` // cgroup with the memory controller
+	// OOMKills is the kernel's count of OOM kills in the group (cgroup:
+	// memory.events oom_kill; a group kill counts its first victim twice),
+	// where it reports them.
+	OOMKills uint64 `json:"oom_kills,omitempty"`
+	// LimitHit is the limit that ended the tree, the first of LimitMemory,
+	// LimitPids and LimitTimeout that applies; empty when none did.
+	LimitHit string `json:"limit_hit,omitempty"`
+	// Signal is the signal that ended the worker's (run: the command's)
+	// main process; 0 when it exited, or its status is unknown.
+	Signal int `json:"signal,omitempty"`
 }
 
 // Survivor is a process still alive after the final kill and the proof bound.

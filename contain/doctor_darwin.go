@@ -34,6 +34,7 @@ func Doctor(ScopeFunc) Diagnosis {
 	d.add("pidfd", false, "macOS has none: each signal re-checks the process's start time just before kill(2), a narrow recycling window; group signals go through a leader we have not reaped, whose id cannot be recycled")
 	d.add("child subreaper", false, fmt.Sprintf("macOS has none: orphans re-parent to launchd; they stay followed by process group, session and tracking (a scan at every fork and exit of a member, at least every %v)", trackInterval))
 	d.add("containment limit", false, parentChainLimit)
+	d.add("resource limits", false, "--memory-max, --cpu-max and --max-processes exit 64 here: macOS limits processes one by one (rlimits), never a whole tree")
 	d.addIsolation()
 	d.add("no-new-privileges", false, "macOS has no equivalent: a setuid program the worker runs gains its privileges")
 

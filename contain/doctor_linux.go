@@ -155,7 +155,7 @@ func (d *Diagnosis) cgroups(scope ScopeFunc) {
 	b, err := ResolveBackend(BackendRequest{Containment: BackendCgroup, Scope: scope})
 	if err != nil {
 		d.add("cgroup for runs", false, err.Error())
-		for _, name := range []string{"pids controller", "cgroup.kill"} {
+		for _, name := range []string{"pids controller", "memory limit", "cpu limit", "cgroup.kill"} {
 			d.add(name, false, "not checked: no cgroup we may use")
 		}
 		return
@@ -213,6 +213,7 @@ func (d *Diagnosis) probeRunCgroup(b Backend) {
 	default:
 		d.add("pids controller", true, offered+"; pids.max set in a scratch leaf")
 	}
+	d.limitFacts(b, leaf)
 	_, err := os.Stat(filepath.Join(run, "cgroup.kill"))
 	d.add("cgroup.kill", err == nil, "atomic kill of a whole cgroup (Linux 5.14); without it the cgroup is frozen, each process killed and the cgroup thawed")
 }

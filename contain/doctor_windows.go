@@ -57,6 +57,7 @@ func Doctor(ScopeFunc) Diagnosis {
 		d.add("active-process limit", true, "--max-processes bounds the worker job's live processes (JOB_OBJECT_LIMIT_ACTIVE_PROCESS); without the flag there is no limit")
 		_ = lj.Close()
 	}
+	d.jobLimitFacts()
 	// Probed without sending anything: an event to group 0 would reach every
 	// process on our console, the user's shell included.
 	const noGraceful = "so groups cannot be stopped gracefully: teardown goes straight to TerminateJobObject, and a hold cannot be asked to release (its lease ages out by its TTL)"

@@ -148,6 +148,7 @@ func (g *jobGroup) teardown(termUntil time.Time, proofBound time.Duration, diag 
 		rep.Survivors = jobSurvivors(g.job)
 	}
 	rep.Killed = len(seen)
+	rep.LimitHit = jobLimitHit(g.job)
 	rep.DurationMs = time.Since(start).Milliseconds()
 	g.report = rep
 	g.closed = rep.ProvenEmpty
@@ -217,7 +218,7 @@ type jobHost struct {
 // differently, fails the run before anything starts (exit 70). After the jobs
 // exist the host is returned even on error, so the caller contains them.
 func openHost(cfg Config, events, workerOut *os.File, _ []*os.File) (host, error) {
-	worker, err := newJobGroup(groupWorker, platform.JobLimits{MaxProcesses: uint32(cfg.Backend.PidMax)})
+	worker, err := newJobGroup(groupWorker, workerJobLimits(cfg.Backend))
 	if err != nil {
 		return nil, err
 	}

@@ -95,6 +95,7 @@ type cause struct {
 	ev         *events.Event // causeTerminal: the hold's terminal event
 	sig        syscall.Signal
 	workerCode int
+	workerSig  int // causeWorkerExited: the signal that ended the worker, 0 if none
 }
 
 func causeFrom(err error) cause {
@@ -546,7 +547,7 @@ func (r *run) onNote(n msg) *cause {
 			// worker's own status went with the root.
 			return &cause{kind: causeWorkerLost, msg: n.Err}
 		}
-		return &cause{kind: causeWorkerExited, workerCode: n.Code}
+		return &cause{kind: causeWorkerExited, workerCode: n.Code, workerSig: n.Signal}
 	case n.Op == opExited && n.Group == groupHold:
 		if n.Code < 0 {
 			return &cause{kind: causeInvalid, msg: n.Err}
@@ -674,10 +675,12 @@ func (r *run) finish(c cause, term *events.Event, rep Report) int {
 	printable := c.kind == causeTerminal || c.kind == causeSignal || c.kind == causeWorkerExited || c.kind == causeWorkerLost
 	if printable && term != nil {
 		l := events.LineFor(*term)
-		l.Containment = &events.Containment{Backend: rep.Backend, ProvenEmpty: true, Killed: rep.Killed, DurationMs: rep.DurationMs, Limit: rep.Limit}
+		l.Containment = &events.Containment{Backend: rep.Backend, ProvenEmpty: true, Killed: rep.Killed, DurationMs: rep.DurationMs, Limit: rep.Limit,
+			CPUMicros: rep.CPUMicros, MemoryPeakBytes: rep.MemoryPeakBytes, OOMKills: rep.OOMKills, LimitHit: rep.LimitHit}
 		if c.kind == causeWorkerExited {
 			wc := c.workerCode
 			l.WorkerExitCode = &wc
+			l.Containment.Signal = c.workerSig
 		}
 		r.print(l)
 	}

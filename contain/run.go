@@ -56,6 +56,7 @@ func (cfg RunConfig) say(format string, args ...any) {
 // runEnd is how a run ended.
 type runEnd struct {
 	code     int  // the main process's status (128+signal when signalled)
+	sig      int  // the signal that ended the main process; 0: it exited
 	known    bool // code is the main process's status
 	lost     bool // a helper rooting the container (shim, guardian) died while the command ran
 	timedOut bool
@@ -63,11 +64,12 @@ type runEnd struct {
 	stopped  time.Time // the stop trigger: end of the command (or its tree), timeout, failure
 }
 
-// takeStatus records the main process's status from an exit report: a negative
-// code means the report is of a group whose root died, so the status is lost.
-func (e *runEnd) takeStatus(code int) {
+// takeStatus records the main process's status from an exit report (sig: the
+// signal that ended it, 0 if none): a negative code means the report is of a
+// group whose root died, so the status is lost.
+func (e *runEnd) takeStatus(code, sig int) {
 	if code >= 0 {
-		e.code, e.known = code, true
+		e.code, e.sig, e.known = code, sig, true
 	} else {
 		e.lost = true
 	}
@@ -98,6 +100,12 @@ func finishRun(cfg RunConfig, e runEnd, rep Report) int {
 		sayProvenEmpty(cfg.Stderr, rep)
 	}
 	rep.Survivors = nil
+	if e.known {
+		rep.Signal = e.sig
+	}
+	if rep.LimitHit == "" && e.timedOut {
+		rep.LimitHit = LimitTimeout
+	}
 	sum := RunSummary{SchemaVersion: 1, Source: "octostore-supervisor", Event: "run", ExitCode: code,
 		StatusUnknown: e.statusLost(), TimedOut: e.timedOut, ElapsedMs: time.Since(e.began).Milliseconds(), Containment: rep}
 	if cfg.SummaryFile != "" {

@@ -61,13 +61,13 @@ func Run(ctx context.Context, cfg RunConfig) int {
 			rep = *m.Report
 		}
 		if !e.known && m.Exited {
-			e.takeStatus(m.Code)
+			e.takeStatus(m.Code, m.Signal)
 		} else if !e.known && err == nil && (e.timedOut || ctx.Err() != nil) {
 			// The main process died in the teardown: its status is the command's.
 			select {
 			case n := <-l.notes:
 				if n.Op == opExited {
-					e.takeStatus(n.Code)
+					e.takeStatus(n.Code, n.Signal)
 				}
 			case <-time.After(time.Second):
 			}
@@ -107,7 +107,7 @@ func (cfg RunConfig) await(ctx context.Context, l *link, sigs <-chan os.Signal, 
 			if n.Op != opExited || n.Group != groupWorker {
 				continue
 			}
-			e.takeStatus(n.Code)
+			e.takeStatus(n.Code, n.Signal)
 			if n.Code < 0 {
 				// The shim died: the guardian has contained its tree already.
 				cfg.say("%s", n.Err)

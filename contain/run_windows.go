@@ -24,7 +24,7 @@ func Run(ctx context.Context, cfg RunConfig) int {
 	say("containment: %s", cfg.Backend)
 
 	e := runEnd{code: ExitSoftware, began: time.Now()}
-	g, err := newJobGroup(groupWorker, platform.JobLimits{MaxProcesses: uint32(cfg.Backend.PidMax)})
+	g, err := newJobGroup(groupWorker, workerJobLimits(cfg.Backend))
 	if err != nil {
 		say("%v", err)
 		return ExitSoftware
@@ -58,7 +58,7 @@ wait:
 	for {
 		select {
 		case code := <-exited:
-			e.takeStatus(code)
+			e.takeStatus(code, 0)
 			if !cfg.UntilEmpty {
 				break wait
 			}
@@ -90,7 +90,7 @@ wait:
 	if !e.known {
 		// The main process died in the teardown: its status is the command's.
 		if c, ok := g.exitStatus(time.Second); ok {
-			e.takeStatus(c)
+			e.takeStatus(c, 0)
 		}
 	}
 	return finishRun(cfg, e, rep)

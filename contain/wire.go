@@ -38,9 +38,10 @@ type msg struct {
 	GraceMs    int64      `json:"grace_ms,omitempty"`
 	NoGrace    bool       `json:"no_grace,omitempty"` // contain: kill at once, no TERM phase
 	ProofMs    int64      `json:"proof_ms,omitempty"`
-	// init: containment reports carry each cgroup leaf's CPU time and peak
-	// memory (run --json prints them); supervise leaves the reads off its
-	// teardown
+	// init: containment reports carry each cgroup leaf's CPU time, peak
+	// memory and the limit it hit (run --json prints them); supervise asks
+	// only when a limit was given (Backend.Limited) and otherwise leaves the
+	// reads off its teardown
 	Stats bool `json:"stats,omitempty"`
 	// init: Argv is this binary's embedded hold, which roots its own group
 	// (HoldRootMain) instead of running under a shim

@@ -60,6 +60,8 @@ func backendFlags() []cli.Flag {
 		&cli.StringFlag{Name: "containment", Value: "auto", Usage: "containment backend: auto (cgroup v2 where usable, else process-group; job objects on Windows; said on stderr), cgroup, process-group or job"},
 		&cli.StringFlag{Name: "cgroup-parent", Usage: "cgroup v2 directory to create this run's cgroups in (default: our own cgroup when delegated to us, else as root <cgroup2 mount>/octostore-supervisor)"},
 		&cli.IntFlag{Name: "max-processes", Value: contain.DefaultMaxProcesses, Usage: "cgroup backend: pids.max of the worker's cgroup, where the pids controller is available; job backend (Windows): the worker job's active-process limit, none unless given"},
+		&cli.StringFlag{Name: "memory-max", Usage: "memory limit of the whole worker tree, SIZE in bytes or with K, M or G (e.g. 512M): cgroup backend: memory.max of the worker's cgroup, no swap, and an OOM kills the tree together; job backend (Windows): the worker job's memory limit. Where it cannot be enforced: exit 64"},
+		&cli.StringFlag{Name: "cpu-max", Usage: "CPU limit of the whole worker tree, in CPUs (a decimal, e.g. 0.5 or 2): cgroup backend: cpu.max of the worker's cgroup; job backend (Windows): a hard-capped CPU rate. Where it cannot be enforced: exit 64"},
 	}
 }
 
@@ -69,15 +71,35 @@ func resolveBackend(c *cli.Context) (contain.Backend, error) {
 	if n <= 0 {
 		return contain.Backend{}, usageError{"--max-processes must be positive"}
 	}
-	b, err := contain.ResolveBackend(contain.BackendRequest{
+	req := contain.BackendRequest{
 		Containment: c.String("containment"), CgroupParent: c.String("cgroup-parent"),
 		MaxProcesses: n, MaxSet: c.IsSet("max-processes"), Scope: systemdScope(),
-	})
+	}
+	if err := resourceLimits(c, &req); err != nil {
+		return contain.Backend{}, err
+	}
+	b, err := contain.ResolveBackend(req)
 	if err != nil {
 		return b, usageError{err.Error()}
 	}
 	testBackendHook(&b)
 	return b, nil
+}
+
+// resourceLimits reads --memory-max and --cpu-max into req, or a usage error.
+func resourceLimits(c *cli.Context, req *contain.BackendRequest) error {
+	var err error
+	if c.IsSet("memory-max") {
+		if req.MemoryMax, err = contain.ParseMemoryMax(c.String("memory-max")); err != nil {
+			return usageError{err.Error()}
+		}
+	}
+	if c.IsSet("cpu-max") {
+		if req.CPUMilli, err = contain.ParseCPUMax(c.String("cpu-max")); err != nil {
+			return usageError{err.Error()}
+		}
+	}
+	return nil
 }
 
 // envValue looks a variable up in an environment list; the last one wins.
