@@ -196,8 +196,13 @@ func start(t *testing.T, s sc) *run {
 	}
 	// The private state directory (survivor records, interlocks) is the run's
 	// own unless a test shares one: an ambient XDG_RUNTIME_DIR would make
-	// unrelated tests on the room "room" wait for each other.
-	cmd.Env = append(os.Environ(), "TMPDIR="+dir, "XDG_RUNTIME_DIR=")
+	// unrelated tests on the room "room" wait for each other. Root's is never
+	// below a directory the worker's user may write to (root refuses it).
+	state := dir
+	if s.uid == 0 && slices.Contains(s.flags, "--worker-user") {
+		state = t.TempDir()
+	}
+	cmd.Env = append(os.Environ(), "TMPDIR="+state, "XDG_RUNTIME_DIR=")
 	for _, e := range s.env {
 		cmd.Env = append(cmd.Env, expand(e))
 	}

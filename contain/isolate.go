@@ -157,18 +157,6 @@ func parseID(s, what string) (uint32, error) {
 	return uint32(n), nil
 }
 
-// giveDir hands a directory the worker must write (its private ready
-// directory) to the worker's user; without --worker-user it stays ours.
-func (iso Isolation) giveDir(dir string) error {
-	if iso.User == nil {
-		return nil
-	}
-	if err := os.Chown(dir, int(iso.User.Uid), int(iso.User.Gid)); err != nil {
-		return fmt.Errorf("give %s to the worker user %s: %w", dir, iso.User.Name, err)
-	}
-	return nil
-}
-
 // addIsolation says which worker isolation modes this host offers, and why not.
 func (d *Diagnosis) addIsolation() {
 	switch err := workerUserUnsupported(); {

@@ -190,11 +190,8 @@ func (r *run) start() error {
 	var err error
 	// The ready file sits alone in a fresh private directory: naming it tells the
 	// worker nothing about any supervisor state.
-	if r.readyDir, err = os.MkdirTemp("", "octostore-ready-"); err != nil {
+	if r.readyDir, err = makeReadyDir(r.cfg.Isolation); err != nil {
 		return fmt.Errorf("create the worker's ready directory: %w", err)
-	}
-	if err := r.cfg.Isolation.giveDir(r.readyDir); err != nil {
-		return err
 	}
 	r.readyFile = filepath.Join(r.readyDir, "ready")
 

@@ -126,6 +126,9 @@ func OpenPrivate(env hold.LookupEnv) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkParents(dir); err != nil {
+		return nil, err
+	}
 	return openDir(dir, privateServer, false)
 }
 

@@ -8,7 +8,8 @@
 // The supervisor starts a worker with no arguments, so all configuration
 // comes from the environment:
 //
-//	ATTACKER_MODE    "attack" or "fenced" (required)
+//	ATTACKER_MODE    "attack" or "fenced" (required), or one of the
+//	                 side attacks below
 //	ATTACKER_FENCE   the fenced log (required): every worker appends its
 //	                 fencing term ($OCTOSTORE_FENCING_TERM) there through
 //	                 internal/fencelog, which, under an exclusive flock of the file,
@@ -57,6 +58,13 @@
 //
 // Fenced mode: a "start" line, a heartbeat every 20 ms, and on SIGTERM (or
 // SIGINT, SIGHUP) a "stop" line and exit 0.
+//
+// Side attacks (issue 32; side_linux.go), each writing its attempts to
+// ATTACKER_REPORT, a line each: "chown-race", a local user's, swaps every
+// octostore-ready-* directory created in ATTACKER_WATCH for a symlink to
+// ATTACKER_TARGET and runs until killed; "ready-thief", a worker, creates the
+// ready files of other runs wherever it can find them; "stderr", a worker,
+// truncates, probes, reads and writes its stderr.
 //
 // Exit codes: 64 for a bad environment (one line on stderr), 70 when the
 // fenced log or the report cannot be written. The attack mode exits only

@@ -24,6 +24,9 @@ func main() { os.Exit(run()) }
 
 func run() int {
 	mode := os.Getenv("ATTACKER_MODE")
+	if code, ok := sideAttack(mode); ok {
+		return code
+	}
 	if mode != "attack" && mode != "fenced" {
 		return usage("ATTACKER_MODE must be attack or fenced, not %q", mode)
 	}
