@@ -252,8 +252,15 @@ func (s *attackScene) startSupervisor(t *testing.T, cand string, env ...string) 
 		require.NoError(t, os.Chmod(dir, 0o777))
 	}
 	args := []string{"election", "--server", s.url, "--ttl", strconv.Itoa(attackTTL), "--term-grace", "500ms"}
-	args = append(append(append(args, s.c.iso...), containmentFlags()...), s.room, cand, bins.attacker)
-	cmd := exec.Command(bins.sup, args...)
+	args = append(append(args, s.c.iso...), containmentFlags()...)
+	if slices.Contains(s.c.iso, "--worker-user") {
+		// Its reset environment has none of the attacker's settings.
+		for _, v := range []string{"ATTACKER_MODE", "ATTACKER_FENCE", "ATTACKER_GO", "ATTACKER_REPORT", "ATTACKER_STATE_DIRS"} {
+			args = append(args, "--worker-env", v)
+		}
+	}
+	args = append(args, s.room, cand, bins.attacker)
+	cmd := exec.Command(bins.sup, shareNobody(args)...)
 	cmd.Env = localEnv(append([]string{
 		"TMPDIR=" + dir, "XDG_RUNTIME_DIR=" + s.xdg, "ATTACKER_FENCE=" + s.fence,
 		// Planted for the holds (which get it; workers must not): the

@@ -194,7 +194,11 @@ func benchGate(b *testing.B, n int, settle time.Duration, flags ...string) (gate
 			b.Fatal(err)
 		}
 		env := append(os.Environ(), "ESCAPER_ARGS=--started-at "+dir+"/started --term-exits")
-		cmd := exec.Command(bins.sup, slices.Concat([]string{"election"}, flags, []string{"room", "agent", w, "--", bins.hold, "--stamps", dir + "/stamps",
+		args := flags
+		if slices.Contains(flags, "--worker-user") {
+			args = append(slices.Clone(flags), "--worker-env", "ESCAPER_ARGS")
+		}
+		cmd := exec.Command(bins.sup, slices.Concat([]string{"election"}, args, []string{"room", "agent", w, "--", bins.hold, "--stamps", dir + "/stamps",
 			"sleep:" + settle.String(), "emit:leader,term=1,budget=20000", "waitfile:" + dir + "/started", "emit:released,term=1"})...)
 		cmd.Env = env
 		if out, err := cmd.CombinedOutput(); err != nil {

@@ -539,7 +539,7 @@ func startCLIIn(t *testing.T, cg, dir string, uid uint32, args ...string) *run {
 		require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711))
 		require.NoError(t, os.Chmod(dir, 0o777))
 	}
-	cmd := exec.Command(bins.sup, args...)
+	cmd := exec.Command(bins.sup, shareNobody(args)...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{}
 	if uid != 0 {

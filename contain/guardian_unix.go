@@ -35,6 +35,8 @@ type guardian struct {
 
 	backend Backend
 	cg      *cgroupRun // cgroup backend: the run's leaves, one per group
+
+	relay *outputRelay // a --worker-user worker's output (relayWorkerOutput)
 }
 
 // shimGroup is a protected group and the process that roots it: a shim, or,
@@ -154,9 +156,15 @@ func (g *guardian) startGroups(init msg) error {
 		return fmt.Errorf("open %s: %w", os.DevNull, err)
 	}
 	defer devnull.Close()
+	wout, werr, relay, err := relayWorkerOutput(init.Isolation, out, os.Stderr)
+	if err != nil {
+		return fmt.Errorf("relay the worker's output: %w", err)
+	}
+	g.relay = relay
 	// run mode has no authority: the worker starts at once.
-	worker, err := g.spawnShim(groupWorker, devnull, out, os.Stderr, msg{Op: opInit, Gated: !init.Ungated, Argv: init.WorkerArgv, Env: init.WorkerEnv,
+	worker, err := g.spawnShim(groupWorker, devnull, wout, werr, msg{Op: opInit, Gated: !init.Ungated, Argv: init.WorkerArgv, Env: init.WorkerEnv,
 		Isolation: init.Isolation, NoNewPrivs: init.NoNewPrivs})
+	relay.closeWriters()
 	if err == nil && init.Ungated {
 		worker.started = true
 	}
@@ -285,11 +293,14 @@ func (g *guardian) loop() int {
 				// stderr we share with it: nothing else will.
 				began := time.Now()
 				rep := g.containAll(false)
+				g.relay.drain(relayDrainBound)
 				fmt.Fprintln(os.Stderr, orphanedLine(g.supervisorGone(), rep, time.Since(began)))
 				return 0
 			}
 			if m.Op == opExit {
 				rep := g.containAll(m.NoGrace)
+				// The worker's last words come before the terminal line.
+				g.relay.drain(relayDrainBound)
 				_ = g.main.send(msg{Op: opExit, Reply: true, ID: m.ID, Report: &rep})
 				return 0
 			}

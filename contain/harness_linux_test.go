@@ -181,7 +181,7 @@ func start(t *testing.T, s sc) *run {
 		pre := fmt.Sprintf("#!/bin/sh\n%s\nexec %s \"$@\"\n", expand(s.holdPre), bins.hold)
 		require.NoError(t, os.WriteFile(hold, []byte(pre), 0o755))
 	}
-	args := append([]string{kind}, s.flags...)
+	args := append([]string{kind}, shareNobody(s.flags)...)
 	if testContainment != "" && !slices.Contains(s.flags, "--containment") {
 		args = append(args, "--containment", testContainment)
 	}

@@ -46,11 +46,27 @@ func (iso Isolation) SameUserWarning() string {
 		"): it can signal, trace and end every process of ours, kill(-1) included, and outlive them; --private-pids or --worker-user make a boundary"
 }
 
-// WorkerUser is the identity --worker-user resolved to.
+// WorkerUser is the identity --worker-user resolved to, and how the
+// worker is set up for it (workeruser.go).
 type WorkerUser struct {
 	Name string `json:"name"`
 	Uid  uint32 `json:"uid"`
 	Gid  uint32 `json:"gid"`
+	// Login, Home and Shell are the user database's: the worker's USER and
+	// LOGNAME, HOME and SHELL in its reset environment (environ).
+	Login string `json:"login,omitempty"`
+	Home  string `json:"home,omitempty"`
+	Shell string `json:"shell,omitempty"`
+	// Pass names the supervisor's variables the worker gets beside its reset
+	// environment (--worker-env).
+	Pass []string `json:"pass,omitempty"`
+	// Share lets other live runs of this host run their workers as this user
+	// too, when they also say so (--share-worker-user); otherwise a run
+	// refuses a user another one uses (claimWorkerUser).
+	Share bool `json:"share,omitempty"`
+	// claim is this run's hold on the user on this host (claimWorkerUser),
+	// kept open until its worker is proven gone; nil before.
+	claim *os.File
 }
 
 // IsolationRequest is what the command line asked for.
@@ -124,7 +140,7 @@ func resolveWorkerUser(spec string) (*WorkerUser, error) {
 	case gid == 0:
 		return nil, fmt.Errorf("group 0 (root) would let the worker reach root's group-owned files; name another group")
 	}
-	return &WorkerUser{Name: name, Uid: uid, Gid: gid}, nil
+	return &WorkerUser{Name: name, Uid: uid, Gid: gid, Login: u.Username, Home: u.HomeDir, Shell: loginShell(u.Username)}, nil
 }
 
 // lookupUser finds a user by name, else by uid.

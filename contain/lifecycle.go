@@ -144,6 +144,13 @@ func Supervise(ctx context.Context, cfg Config) int {
 	// half way and leave the containment to guess.
 	stopSignals := catchSignals(r.sigs, cfg.Stderr)
 	defer stopSignals()
+	// Before anything of the run exists; let go of last, after the
+	// guardian (which shares it) is reaped.
+	if err := claimWorkerUser(cfg.Isolation.User); err != nil {
+		r.say("%v", err)
+		return ExitUsage
+	}
+	defer cfg.Isolation.release()
 	// The interlock is let go last, once the guardian is reaped (cleanup):
 	// the next run of this name on this host finds nothing of ours running.
 	defer r.releaseInterlock()

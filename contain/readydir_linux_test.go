@@ -26,7 +26,7 @@ const readyRoot = "/run/octostore-supervisor/ready"
 // launch's end-of-test proofs.
 func startSup(t *testing.T, dir string, env []string, args ...string) *run {
 	t.Helper()
-	cmd := exec.Command(bins.sup, args...)
+	cmd := exec.Command(bins.sup, shareNobody(args)...)
 	cmd.Env = slices.Concat(os.Environ(), []string{"TMPDIR=" + dir, "XDG_RUNTIME_DIR=" + t.TempDir()}, env)
 	return launch(t, &run{t: t, dir: dir, cmd: cmd, out: newLines(), errb: &syncBuf{}, done: make(chan struct{}), code: -1, gsess: make(chan platform.Proc, 1)})
 }

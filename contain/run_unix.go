@@ -22,6 +22,12 @@ import (
 // runner wraps each job step in.
 func Run(ctx context.Context, cfg RunConfig) int {
 	say := cfg.say
+	// Before anything of the run exists; the guardian shares it (kept).
+	if err := claimWorkerUser(cfg.Isolation.User); err != nil {
+		say("%v", err)
+		return ExitUsage
+	}
+	defer cfg.Isolation.release()
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
@@ -39,9 +45,9 @@ func Run(ctx context.Context, cfg RunConfig) int {
 	_ = platform.SetNonDumpable()
 
 	e := runEnd{code: ExitSoftware, began: time.Now()}
-	l, name, err := launchGuardian(msg{WorkerArgv: cfg.Argv, WorkerEnv: cfg.Env, Ungated: true, Backend: &cfg.Backend,
+	l, name, err := launchGuardian(msg{WorkerArgv: cfg.Argv, WorkerEnv: cfg.Isolation.User.environ(cfg.Env), Ungated: true, Backend: &cfg.Backend,
 		Isolation: &cfg.Isolation, NoNewPrivs: cfg.NoNewPrivs,
-		GraceMs: cfg.Grace.Milliseconds(), ProofMs: cfg.ProofBound.Milliseconds(), Stats: true}, nil, nil, os.Stdout, nil, holdStart{})
+		GraceMs: cfg.Grace.Milliseconds(), ProofMs: cfg.ProofBound.Milliseconds(), Stats: true}, nil, nil, os.Stdout, cfg.Isolation.kept(), holdStart{})
 	if err != nil {
 		say("%v", err)
 		if l == nil {

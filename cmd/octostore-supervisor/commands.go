@@ -34,8 +34,9 @@ in it.`,
 			&cli.BoolFlag{Name: "until-empty", Usage: "after the main process exits, wait until everything it started has finished too (daemonizing commands), bounded by --timeout; exit with the main process's status"},
 			&cli.BoolFlag{Name: "json", Usage: "print one summary line on stdout at the end (backend, proven_empty, processes killed after the main process ended, CPU time and peak memory where the cgroup reports them); it shares stdout with the command"},
 			&cli.StringFlag{Name: "summary-file", Usage: "write the summary line to this file (replacing it, mode 0600) once the command's tree is proven gone, where the command cannot forge it"},
-			&cli.BoolFlag{Name: "no-new-privs", Usage: "start the command with no_new_privs set (Linux): neither it nor anything it runs gains privileges through setuid binaries or file capabilities"},
-		}, slices.Concat(backendFlags(), isolationFlags())...),
+			&cli.BoolFlag{Name: "no-new-privs", Usage: "start the command with no_new_privs set (Linux): neither it nor anything it runs gains privileges through setuid binaries or file capabilities (a --worker-user command gets it by default)"},
+			allowNewPrivsFlag(),
+		}, slices.Concat(backendFlags(), isolationFlags(), workerUserFlags())...),
 		OnUsageError: usageErr,
 		Action: func(c *cli.Context) error {
 			args := c.Args().Slice()
@@ -68,13 +69,12 @@ in it.`,
 			if iso.PrivatePids && c.Bool("until-empty") {
 				return usageError{"--until-empty cannot wait under --private-pids: when the command's main process exits, its PID namespace ends and the kernel kills everything left in it"}
 			}
-			if c.Bool("no-new-privs") {
-				if err := contain.NoNewPrivsUnsupported(); err != nil {
-					return usageError{"--no-new-privs: " + err.Error()}
-				}
+			nnp, err := runNoNewPrivs(c, iso)
+			if err != nil {
+				return err
 			}
 			*code = contain.RunLean(context.Background(), contain.RunConfig{
-				Argv: append([]string{path}, args[1:]...), Env: env, Backend: b, Isolation: iso, NoNewPrivs: c.Bool("no-new-privs"), Grace: grace,
+				Argv: append([]string{path}, args[1:]...), Env: env, Backend: b, Isolation: iso, NoNewPrivs: nnp, Grace: grace,
 				ProofBound: contain.DefaultProofBound, Timeout: timeout, UntilEmpty: c.Bool("until-empty"),
 				JSON: c.Bool("json"), SummaryFile: summary, Stdout: stdout, Stderr: stderr,
 			})

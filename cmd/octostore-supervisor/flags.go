@@ -30,7 +30,7 @@ func superviseFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "ready-timeout", Value: contain.DefaultReadyTimeout, Usage: "how long a required ready file may take"},
 		&cli.DurationFlag{Name: "release-timeout", Value: contain.DefaultReleaseBudget, Usage: "how long the hold gets to confirm its release after SIGTERM"},
 		&cli.StringFlag{Name: "worker-output", Value: string(contain.WorkerOutputStderr), Usage: "where the worker's stdout and stderr go: stderr (stdout stays supervisor-only) or inherit"},
-	}, slices.Concat(embeddedFlags(), backendFlags(), isolationFlags())...)
+	}, slices.Concat(embeddedFlags(), backendFlags(), isolationFlags(), workerUserFlags())...)
 }
 
 // isolationFlags separate the worker from the supervisor side (supervise and run).
@@ -51,7 +51,7 @@ func resolveIsolation(c *cli.Context) (contain.Isolation, error) {
 	if err != nil {
 		return iso, usageError{err.Error()}
 	}
-	return iso, nil
+	return workerUserOptions(c, iso)
 }
 
 // backendFlags choose and shape the containment backend (supervise and run).

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/octostore-supervisor/supervisor/contain"
+)
+
+// workerUserFlags shape a --worker-user worker (supervise and run).
+func workerUserFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "share-worker-user", Usage: "with --worker-user: let other live runs on this host run their workers as the same user, when they say so too (by default a run refuses a user another run uses: two workers of one user can read, trace and write each other)"},
+		&cli.StringSliceFlag{Name: "worker-env", Usage: "with --worker-user: pass this variable of ours to the worker (repeatable); it otherwise gets a fresh environment for its user: HOME, USER, LOGNAME, SHELL, PATH, and TERM, LANG, LANGUAGE, TZ, LC_* kept"},
+	}
+}
+
+// workerUserOptions adds the worker-user flags to a resolved isolation, or
+// refuses them (usage error).
+func workerUserOptions(c *cli.Context, iso contain.Isolation) (contain.Isolation, error) {
+	iso, err := iso.WithWorkerUserOptions(c.StringSlice("worker-env"), c.Bool("share-worker-user"), c.Command.Name != "run")
+	if err != nil {
+		return iso, usageError{err.Error()}
+	}
+	return iso, nil
+}
+
+// allowNewPrivsFlag lets a run --worker-user command gain privileges.
+func allowNewPrivsFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "allow-new-privs", Usage: "with --worker-user: start the command without no_new_privs, which a --worker-user command otherwise gets (Linux), so setuid binaries and file capabilities work in it"}
+}
+
+// runNoNewPrivs is whether run starts its command with no_new_privs: when
+// asked (--no-new-privs), and for a --worker-user command where the kernel
+// has it, unless --allow-new-privs.
+func runNoNewPrivs(c *cli.Context, iso contain.Isolation) (bool, error) {
+	asked, allow := c.Bool("no-new-privs"), c.Bool("allow-new-privs")
+	switch {
+	case allow && iso.User == nil:
+		return false, usageError{"--allow-new-privs goes with --worker-user (without it, run sets no_new_privs only when asked)"}
+	case allow && asked:
+		return false, usageError{"--allow-new-privs and --no-new-privs contradict each other"}
+	case asked:
+		if err := contain.NoNewPrivsUnsupported(); err != nil {
+			return false, usageError{"--no-new-privs: " + err.Error()}
+		}
+		return true, nil
+	}
+	return iso.User != nil && !allow && contain.NoNewPrivsUnsupported() == nil, nil
+}
