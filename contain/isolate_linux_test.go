@@ -324,15 +324,17 @@ func TestRunIsolated(t *testing.T) {
 	require.Equal(t, "2", got[3], "only the namespace's own processes are in view")
 }
 
-// run --no-new-privs starts the command with no_new_privs; without it, run
-// leaves the flag as it was.
+// run --no-new-privs starts the command with no_new_privs, and so does
+// --worker-user unless --allow-new-privs (it did only when asked: issue 32);
+// without either, run leaves the flag as it was.
 func TestRunNoNewPrivs(t *testing.T) {
 	defaultPassOnly(t)
 	t.Parallel()
 	for _, c := range []struct {
 		flags []string
 		want  string
-	}{{[]string{"--no-new-privs"}, "NoNewPrivs:\t1"}, {nil, "NoNewPrivs:\t0"}} {
+	}{{[]string{"--no-new-privs"}, "NoNewPrivs:\t1"}, {nil, "NoNewPrivs:\t0"},
+		{[]string{"--worker-user", "nobody"}, "NoNewPrivs:\t1"}, {[]string{"--worker-user", "nobody", "--allow-new-privs"}, "NoNewPrivs:\t0"}} {
 		r := startCLI(t, t.TempDir(), 0, slices.Concat([]string{"run"}, c.flags, []string{"--", "/bin/grep", "NoNewPrivs", "/proc/self/status"})...)
 		require.Equal(t, 0, r.wait(bound), r.stderr())
 		require.Equal(t, []string{c.want}, r.out.Lines(), "flags %v", c.flags)

@@ -88,37 +88,66 @@ func TestWorkerUserOfAnotherLiveRunRefused(t *testing.T) {
 // One run's worker created another run's ready file (both workers one
 // user, with --private-pids), and that run printed leader under
 // --require-worker-ready although its worker never signalled ready. The
-// thief looks where it can list (its ready directory's parent: $TMPDIR
-// then, both runs' alike; /tmp) and in every environment it can read, for
-// three seconds: with the ready directories in a directory no one may list,
-// under names no one can guess, and every other process out of its view,
-// it finds nothing, and the other run waits out its readiness (exit 20).
+// thief looks for three seconds where it can list (its ready directory's
+// parent, which was $TMPDIR, both runs' alike; /tmp) and in every
+// environment it can read. Ready directories are now in a directory no one
+// may list, under names no one can guess: a thief that cannot read the other
+// worker's environment, because it cannot see it (--private-pids) or its
+// Landlock scope keeps it out (the default), finds nothing, and the other
+// run waits out its readiness (exit 20). Where it can read it (no scope, no
+// PID namespace: the control) it still takes the name from there.
 func TestRunsSharingAWorkerUserKeepTheirReadyFiles(t *testing.T) {
 	t.Parallel()
-	name := spareUser(t, "lp").Username
+	for _, c := range []struct {
+		name, user string
+		flags      []string
+		finds      bool
+	}{
+		{"private-pids", "lp", []string{"--private-pids"}, false},
+		{"default scope", "news", nil, false},
+		{"control: no scope", "uucp", []string{"--no-worker-scope"}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			flags := append([]string{"--worker-user", spareUser(t, c.user).Username, "--share-worker-user"}, c.flags...)
+			b, a, report := stealReady(t, flags)
+			if c.finds {
+				require.Contains(t, b.out.String(), `"event":"leader"`, "the control: the thief took the name from the other worker's environment")
+				return
+			}
+			require.NotContains(t, b.out.String(), `"event":"leader"`, "the thief made the other run report authority")
+			require.Contains(t, b.stderr(), "worker process did not acknowledge application readiness")
+			require.NotContains(t, report, "ok create")
+			require.Contains(t, report, "fail list "+readyRoot+": open "+readyRoot+": permission denied")
+			require.Equal(t, 20, a.code)
+		})
+	}
+}
+
+// stealReady runs B, whose worker never signals ready (--require-worker-ready),
+// then A, whose worker is the ready thief, both with flags, both with one
+// $TMPDIR; it returns both, ended, and the thief's report.
+func stealReady(t *testing.T, flags []string) (b, a *run, report string) {
+	t.Helper()
 	tmp := t.TempDir() // both supervisors' $TMPDIR: root's, readable by all, as /tmp
 	require.NoError(t, os.Chmod(filepath.Dir(tmp), 0o711))
 	require.NoError(t, os.Chmod(tmp, 0o755))
 	dir := openDir(t)
 	victim := script(t, dir+"/victim.sh", fmt.Sprintf("exec '%s' --pidfile '%s/pids' --term-exits", bins.esc, dir))
 	thief := script(t, dir+"/thief.sh", fmt.Sprintf("ATTACKER_MODE=ready-thief ATTACKER_REPORT='%s/thief' exec '%s'", dir, bins.attacker))
-	flags := []string{"--worker-user", name, "--share-worker-user", "--private-pids"}
-	b := startSup(t, dir, []string{"TMPDIR=" + tmp}, slices.Concat([]string{"election"}, flags, containmentFlags(),
+	b = startSup(t, dir, []string{"TMPDIR=" + tmp}, slices.Concat([]string{"election"}, flags, containmentFlags(),
 		[]string{"--require-worker-ready", "--ready-timeout", "8s", "room-b", "agent", victim, "--", bins.hold, "--name", "room-b",
 			"emit:leader,term=1,budget=30000", "sleep:10s", "emit:lost,term=1,reason=lease_not_current"})...)
 	waitRecorded(t, dir+"/pids", 1)
-	a := startSup(t, dir, []string{"TMPDIR=" + tmp}, slices.Concat([]string{"election"}, flags, containmentFlags(),
+	a = startSup(t, dir, []string{"TMPDIR=" + tmp}, slices.Concat([]string{"election"}, flags, containmentFlags(),
 		[]string{"room-a", "agent", thief, "--", bins.hold, "--name", "room-a",
 			"emit:leader,term=1,budget=30000", "waitfile:" + dir + "/thief", "emit:lost,term=1,reason=lease_not_current"})...)
-	require.Equal(t, 20, a.wait(bound), a.stderr())
-	report, err := os.ReadFile(dir + "/thief")
-	require.NoError(t, err)
-	t.Logf("the thief's attempts:\n%s", report)
+	a.wait(bound)
+	rep, err := os.ReadFile(dir + "/thief")
+	require.NoError(t, err, a.stderr())
+	t.Logf("the thief's attempts:\n%s", rep)
 	require.Equal(t, 20, b.wait(bound), b.stderr())
-	require.NotContains(t, b.out.String(), `"event":"leader"`, "the thief made the other run report authority")
-	require.Contains(t, b.stderr(), "worker process did not acknowledge application readiness")
-	require.NotContains(t, string(report), "ok create")
-	require.Contains(t, string(report), "fail list "+readyRoot+": open "+readyRoot+": permission denied")
+	return b, a, string(rep)
 }
 
 // A --worker-user worker got root's whole environment but the OCTOSTORE
@@ -202,22 +231,6 @@ func TestWorkerUserOptionsRefused(t *testing.T) {
 			require.Contains(t, r.stderr(), c.msg)
 			require.NotContains(t, r.stderr(), "containment:", "nothing may start")
 		})
-	}
-}
-
-// run --worker-user set no_new_privs only when asked; a --worker-user
-// command now gets it unless --allow-new-privs.
-func TestRunWorkerUserNoNewPrivs(t *testing.T) {
-	defaultPassOnly(t)
-	t.Parallel()
-	for _, c := range []struct {
-		flags []string
-		want  string
-	}{{nil, "NoNewPrivs:\t1"}, {[]string{"--allow-new-privs"}, "NoNewPrivs:\t0"}} {
-		args := slices.Concat([]string{"run", "--worker-user", "nobody"}, c.flags, []string{"--", "/bin/grep", "NoNewPrivs", "/proc/self/status"})
-		r := startCLI(t, t.TempDir(), 0, args...)
-		require.Equal(t, 0, r.wait(bound), r.stderr())
-		require.Equal(t, []string{c.want}, r.out.Lines(), "flags %v", c.flags)
 	}
 }
 
