@@ -26,6 +26,8 @@
 //     build and are removed.
 //   - The cached root disk is never written: qemu opens it with snapshot=on,
 //     so every boot starts from the same state and boots may run at once.
+//   - Each use stamps the image's last-used file; other images of the cache
+//     unused for 14 days are removed (each is about 350 MB on disk).
 //
 // The image has a normal user tester (uid 1000, home directory, lingering, so
 // user@1000.service runs from boot) and nobody; serial-getty@ttyS0 is masked

@@ -80,8 +80,9 @@ func EnsureImage(ctx context.Context, logf func(string, ...any)) (*Image, error)
 	defer unlock()
 	img := &Image{Dir: filepath.Join(root, key)}
 	img.Disk, img.Kernel, img.Initrd = filepath.Join(img.Dir, "disk.img"), filepath.Join(img.Dir, "vmlinuz"), filepath.Join(img.Dir, "initrd.img")
+	defer pruneUnused(root, key, logf)
 	if _, err := os.Stat(img.Disk); err == nil {
-		return img, nil
+		return img, touchUsed(img.Dir)
 	}
 	removeLeftovers(root, logf)
 	start := time.Now()
@@ -91,7 +92,35 @@ func EnsureImage(ctx context.Context, logf func(string, ...any)) (*Image, error)
 	}
 	img.Built, img.Took = true, time.Since(start)
 	logf("systemdvm: image built in %s", img.Took.Round(time.Second))
-	return img, nil
+	return img, touchUsed(img.Dir)
+}
+
+// unusedFor is how long an image no run has used stays in the cache.
+const unusedFor = 14 * 24 * time.Hour
+
+func touchUsed(dir string) error {
+	return os.WriteFile(filepath.Join(dir, "last-used"), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
+}
+
+// pruneUnused removes the cache's other images that no run used for
+// unusedFor (a changed build script or kernel leaves the old one behind);
+// called under the lock, so no build is writing them.
+func pruneUnused(root, keep string, logf func(string, ...any)) {
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == keep || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		st, err := os.Stat(filepath.Join(dir, "last-used"))
+		if err != nil {
+			st, err = os.Stat(dir)
+		}
+		if err == nil && time.Since(st.ModTime()) > unusedFor {
+			logf("systemdvm: removing the image %s, unused since %s", dir, st.ModTime().Format(time.DateOnly))
+			os.RemoveAll(dir)
+		}
+	}
 }
 
 func build(ctx context.Context, root, final, kernel, initrd string, logf func(string, ...any)) error {
