@@ -364,10 +364,10 @@ def judge(d):
     rc = int(rc_text) if rc_text.lstrip("-").isdigit() else None
     if p["KIND"] == "control":
         left = leftovers(d, p, wait=0)
-        if rc == 7 and any("registered daemon" in x for x in left):
+        if rc == 7 and any("registered daemon" in x for x in left) and any("/sys/fs/cgroup/run-1.1-2.2 " in x for x in left):
             print("PASS", flush=True)
         else:
-            print(f"FAIL: the judge missed the daemon a worker left with no supervisor (exit {rc}): {left}", flush=True)
+            print(f"FAIL: the judge missed the daemon a worker left with no supervisor or the planted run-1.1-2.2 cgroup (exit {rc}): {left}", flush=True)
         kill(d)
         return
     bad = judge_kind(p, d, rc) + leftovers(d, p)

@@ -145,6 +145,10 @@ log_scenario() { # NAME DIR VERDICT
     for x in registered worker.pids monitor.json bomb.eagain launch.err cleanup.err; do
       [ -s "$d/$x" ] && { echo "== $x"; head -n 40 "$d/$x"; }
     done
+    if [ "$verdict" != PASS ]; then
+      echo "== processes when the command had ended (ps)"; cat "$d/ps.txt"
+      echo "== files of octostore's open then"; cat "$d/open-files.txt"
+    fi
   } >"$f" 2>&1
 }
 
@@ -219,12 +223,17 @@ EOF
     kill -KILL $lpid 2>/dev/null
     wait $lpid 2>/dev/null
   fi
+  ps -eo pid,ppid,user,stat,cgroup:80,args --sort=pid >"$d/ps.txt" 2>&1
+  find /proc/[0-9]*/fd -lname '*octostore*' -printf '%p -> %l\n' >"$d/open-files.txt" 2>/dev/null
   if [ -n "$monpid" ]; then
     touch "$d/monitor.stop"
     wait $monpid
   fi
+  # the control also plants a cgroup named like a run's, which must be seen
+  [ "$short" != control ] || mkdir /sys/fs/cgroup/run-1.1-2.2
   verdict=$(python3 "$G/e2e.py" judge "$d" 2>>"$d/cleanup.err" | tail -n 1)
   [ -n "$verdict" ] || verdict="FAIL: the judge printed nothing"
+  [ "$short" != control ] || rmdir /sys/fs/cgroup/run-1.1-2.2
   case $how in
   svc) systemctl stop "$unit.service" 2>/dev/null; systemctl reset-failed "$unit.service" 2>/dev/null ;;
   esac
@@ -248,7 +257,8 @@ start_registrar
 REGPID=$!
 say "scenarios start at uptime $(uptime_s)s; none starts after ${STOP_AT}s"
 # The harness's own control: a worker's setsid daemon with no supervisor
-# around it must be judged a survivor, or no PASS below means anything.
+# around it must be judged a survivor, and a planted run-* cgroup a leftover,
+# or no PASS below means anything.
 selected harness/judge-sees-survivors && scenario harness svc no "" "" judge-sees-survivors
 . "$G/unit.sh"
 unit_scenarios
