@@ -69,10 +69,11 @@ func requireHoldSealed(t *testing.T, explicit bool) {
 	script := fmt.Sprintf("#!/bin/sh\nexec '%s' --pidfile '%s/pids' --log '%s/log' --term-exits --child\n", bins.esc, dir, dir)
 	require.NoError(t, os.WriteFile(worker, []byte(script), 0o755))
 	args := append([]string{"lock"}, containmentFlags()...)
+	// The fake server is on loopback: the token goes in cleartext by name.
 	if explicit {
-		args = append(args, "repo/issue-10", "-", worker, "--", bins.octostore, "lock", "hold", "repo/issue-10", "--json", "--server", url)
+		args = append(args, "repo/issue-10", "-", worker, "--", bins.octostore, "lock", "hold", "repo/issue-10", "--json", "--server", url, "--allow-cleartext-credentials")
 	} else {
-		args = append(args, "--server", url, "repo/issue-10", "-", worker)
+		args = append(args, "--server", url, "--allow-cleartext-credentials", "repo/issue-10", "-", worker)
 	}
 	cmd := exec.Command(bins.sup, args...)
 	cmd.Env = localEnv("TMPDIR="+dir, "OCTOSTORE_TOKEN=t-e2e", "HOME="+dir)

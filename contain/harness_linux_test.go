@@ -21,7 +21,7 @@ import (
 // bins are built by TestMain, or found built from the same sources
 // (proctest.BuildShared): the supervisor with its test pause hooks compiled
 // in, the scripted hold, the misbehaving worker and the other helpers.
-var bins struct{ dir, sup, hold, esc, octostore, authority, attacker, fenceworker string }
+var bins struct{ dir, sup, hold, esc, octostore, authority, attacker, fenceworker, localuser string }
 
 func TestMain(m *testing.M) {
 	// A supervisor may run this test binary as its protected worker
@@ -43,6 +43,7 @@ func TestMain(m *testing.M) {
 		{Name: "escaper", Pkg: "./testbin/escaper"},
 		{Name: "attacker", Pkg: "./testbin/attacker"},
 		{Name: "fenceworker", Pkg: "./testbin/fenceworker"},
+		{Name: "localuser", Pkg: "./testbin/localuser"},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -56,6 +57,7 @@ func TestMain(m *testing.M) {
 	bins.authority = filepath.Join(dir, "authority")
 	bins.attacker = filepath.Join(dir, "attacker")
 	bins.fenceworker = filepath.Join(dir, "fenceworker")
+	bins.localuser = filepath.Join(dir, "localuser")
 	// Orphans of anything a test started come back to us instead of PID 1, so a
 	// leak is a live descendant we can see, name and kill.
 	if err := platform.BecomeSubreaper(); err != nil {

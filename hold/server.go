@@ -60,6 +60,60 @@ func (s Server) endpoint(path string) string { return s.URL + path }
 
 const cleartextMessage = "refusing to send a secret capability over cleartext HTTP; use HTTPS, loopback, or --allow-insecure-http for development"
 
+// Transport is how a command may reach its authority: the flags every
+// command that talks to one takes (holdcli.TransportFlags).
+type Transport struct {
+	// AllowInsecureHTTP permits cleartext (http://, etcd://) to a host
+	// other than loopback (--allow-insecure-http).
+	AllowInsecureHTTP bool
+	// AllowCleartextCredentials permits credentials - a bearer token,
+	// etcd's user:password - over cleartext TCP, loopback included
+	// (--allow-cleartext-credentials): while a loopback port is free (its
+	// server down or restarting) any local user may listen there and relay
+	// what arrives.
+	AllowCleartextCredentials bool
+}
+
+// CleartextCredentialsMessage is why credentials are refused over cleartext
+// TCP; what to use instead follows it.
+const CleartextCredentialsMessage = "on loopback too, any local user can listen on its port while the server is down or restarting, and read them"
+
+// CheckCredentialTransport refuses a bearer token over cleartext http://,
+// loopback included, unless tr allows it by name.
+func CheckCredentialTransport(s Server, tr Transport) error {
+	if s.HTTPS || tr.AllowCleartextCredentials {
+		return nil
+	}
+	return usageError(ErrCleartextCapability, "refusing to send the bearer token over cleartext http:// ("+CleartextCredentialsMessage+
+		"); use https://, or --allow-cleartext-credentials to accept that")
+}
+
+// Origin is the server's canonical origin, its identity on this host
+// (the supervisor's interlock): scheme, host and port, the default port
+// written out, the base path dropped, and every loopback host ("localhost",
+// 127.0.0.0/8, ::1) one name, since they are one server. It may take two
+// servers for one (two base paths of one origin), never one for two.
+func (s Server) Origin() string {
+	rest := strings.TrimPrefix(strings.TrimPrefix(s.URL, "https://"), "http://")
+	hostport, _, _ := strings.Cut(rest, "/")
+	port := "80"
+	if s.HTTPS {
+		port = "443"
+	}
+	host := hostport
+	if i := strings.LastIndexByte(hostport, ':'); i >= 0 && !strings.HasSuffix(hostport, "]") {
+		host, port = hostport[:i], hostport[i+1:]
+	}
+	if isLoopbackHost(host) {
+		host = "loopback"
+	}
+	scheme := "http"
+	if s.HTTPS {
+		scheme = "https"
+	}
+	return scheme + "://" + host + ":" + port
+}
+
 // ValidateServer parses raw like a WHATWG URL parser (the Rust url crate) for
 // the http and https schemes and applies the CLI's rules in the upstream order
 // (docs/protocol.md "Server selection"): parse errors, then credentials, then

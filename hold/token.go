@@ -47,6 +47,17 @@ func LoadToken(env LookupEnv, stdin io.Reader) (token, warning string, err error
 	return "", "", usageError(ErrToken, "lock commands require OCTOSTORE_TOKEN_FILE or OCTOSTORE_TOKEN")
 }
 
+// TokenConfigured reports whether LoadToken would read a token (rather than
+// fail for want of one), without reading it.
+func TokenConfigured(env LookupEnv) bool {
+	for _, k := range []string{"OCTOSTORE_TOKEN_FILE", "OCTOSTORE_TOKEN"} {
+		if v, ok := env(k); ok && utf8.ValidString(v) {
+			return true
+		}
+	}
+	return false
+}
+
 // ReadSecretFile reads a file that holds a secret (the token file, an etcd
 // client key) with the checks the token file gets (docs/protocol.md "Bearer
 // token"), all on the opened descriptor so nothing can be swapped in between:

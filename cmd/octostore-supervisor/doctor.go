@@ -71,10 +71,10 @@ type memberProbe struct {
 func probeEtcd(c *cli.Context, env []string) (authorityProbe, error) {
 	raw := c.String("server")
 	scheme, _, _ := strings.Cut(strings.ToLower(raw), "://")
-	if scheme != "etcd" && scheme != "etcds" {
-		return authorityProbe{}, usageError{"doctor --server takes an etcd:// or etcds:// URL; for an OctoStore server or the local authority use `octostore election status`"}
+	if scheme != "etcd" && scheme != "etcds" && scheme != "etcd+unix" {
+		return authorityProbe{}, usageError{"doctor --server takes an etcd://, etcds:// or etcd+unix:// URL; for an OctoStore server or the local authority use `octostore election status`"}
 	}
-	a, err := etcd.Open(raw, lookupIn(env), c.Bool("allow-insecure-http"))
+	a, err := etcd.Open(raw, lookupIn(env), holdcli.Transport(c))
 	if err != nil {
 		return authorityProbe{}, usageError{err.Error()}
 	}

@@ -92,7 +92,7 @@ func (w *watchSpy) SendMsg(m any) error {
 func TestEveryCallRequiresLeaderAndDeadline(t *testing.T) {
 	eachServer(t, func(t *testing.T, m *cluster) {
 		audit := &callAudit{methods: map[string]int{}}
-		a, err := open(m.URL("/t8"), oldServerEnv, false, audit.options()...)
+		a, err := open(m.URL("/t8"), oldServerEnv, hold.Transport{}, audit.options()...)
 		require.NoError(t, err)
 		t.Cleanup(func() { a.Close() })
 		first := startHold(t, a, election("room", "alpha"))

@@ -43,7 +43,7 @@ func oldServerEnv(k string) (string, bool) {
 
 func (m *cluster) authority(t *testing.T, prefix string) *Authority {
 	t.Helper()
-	a, err := Open(m.URL(prefix), oldServerEnv, false)
+	a, err := Open(m.URL(prefix), oldServerEnv, hold.Transport{})
 	require.NoError(t, err)
 	a.Diag = &proctest.SyncBuffer{}
 	t.Cleanup(func() { a.Close() })

@@ -47,23 +47,29 @@ type Authority struct {
 
 var _ hold.Authority = (*Authority)(nil)
 
-// Open parses raw (etcd://… or etcds://…) and prepares a client; nothing is
-// dialled yet. Every error is a *hold.UsageError (exit 64) naming the fix.
-func Open(raw string, env hold.LookupEnv, allowInsecure bool) (*Authority, error) {
-	return open(raw, env, allowInsecure)
+// Open parses raw (etcd://…, etcds://… or etcd+unix://…) and prepares a
+// client; nothing is dialled yet. Every error is a *hold.UsageError (exit 64)
+// naming the fix.
+func Open(raw string, env hold.LookupEnv, tr hold.Transport) (*Authority, error) {
+	return open(raw, env, tr)
 }
 
 // open is Open with extra gRPC dial options (tests add interceptors).
-func open(raw string, env hold.LookupEnv, allowInsecure bool, dial ...grpc.DialOption) (*Authority, error) {
+func open(raw string, env hold.LookupEnv, tr hold.Transport, dial ...grpc.DialOption) (*Authority, error) {
 	t, err := parseTarget(raw)
 	if err != nil {
 		return nil, err
 	}
-	if err := t.cleartextAllowed(allowInsecure); err != nil {
+	_, withCredentials := env(envTokenFile)
+	if err := t.cleartextAllowed(tr, withCredentials); err != nil {
 		return nil, err
 	}
+	if t.unix {
+		// Last, so it is the dialer grpc uses (clientv3 appends ours last).
+		dial = append(dial, grpc.WithContextDialer(peerCheckedDial))
+	}
 	cfg := clientv3.Config{
-		Endpoints: t.endpoints,
+		Endpoints: t.clientEndpoints(),
 		// Bounds the authentication clientv3.New does with credentials.
 		DialTimeout: attemptCap,
 		// Keepalive probes notice a frozen member; per-call deadlines do the
@@ -92,7 +98,7 @@ func (a *Authority) connect() error {
 	}
 	c, err := clientv3.New(a.cfg)
 	if err != nil {
-		return &redactedError{msg: "etcd " + a.Server() + ": connect: " + redact(err.Error(), a.cfg.Password), err: err}
+		return &redactedError{msg: "etcd " + a.Server() + ": connect: " + redact(err.Error(), a.cfg.Password) + a.t.refusedPeers(), err: err}
 	}
 	a.client = c
 	return nil

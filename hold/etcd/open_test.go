@@ -28,7 +28,7 @@ func TestOpenNormalizesServer(t *testing.T) {
 		{"etcd://[::1]", "etcd://[::1]:2379/octostore"},
 		{"etcds://etcd-1.example.com,etcd-2.example.com:2381", "etcds://etcd-1.example.com:2379,etcd-2.example.com:2381/octostore"},
 	} {
-		a, err := Open(tc.raw, noEnv, false)
+		a, err := Open(tc.raw, noEnv, hold.Transport{})
 		require.NoError(t, err, tc.raw)
 		require.Equal(t, tc.want, a.Server(), tc.raw)
 		require.NoError(t, a.Close())
@@ -51,7 +51,7 @@ func TestOpenRefusesWithTheFix(t *testing.T) {
 		{"etcd://127.0.0.1//x", hold.ErrInvalidServerURL, "segment"},
 		{"etcd://127.0.0.1/a/../b", hold.ErrInvalidServerURL, "segment"},
 	} {
-		_, err := Open(tc.raw, noEnv, false)
+		_, err := Open(tc.raw, noEnv, hold.Transport{})
 		var ue *hold.UsageError
 		require.ErrorAs(t, err, &ue, tc.raw)
 		require.Equal(t, hold.ExitUsage, ue.ExitCode())
@@ -59,7 +59,7 @@ func TestOpenRefusesWithTheFix(t *testing.T) {
 		require.Contains(t, err.Error(), tc.says, tc.raw)
 		require.NotContains(t, err.Error(), "pw", tc.raw)
 	}
-	a, err := Open("etcd://etcd.example.com", noEnv, true)
+	a, err := Open("etcd://etcd.example.com", noEnv, hold.Transport{AllowInsecureHTTP: true})
 	require.NoError(t, err, "--allow-insecure-http permits cleartext to other hosts")
 	require.NoError(t, a.Close())
 }
@@ -78,20 +78,20 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	const password = "s3cr3t-Pa55"
 	creds := filepath.Join(dir, "creds")
 	require.NoError(t, os.WriteFile(creds, []byte("root:"+password+"\n"), 0o644))
-	_, err := Open("etcd://127.0.0.1", envOf(map[string]string{envTokenFile: creds}), false)
+	_, err := Open("etcds://127.0.0.1", envOf(map[string]string{envTokenFile: creds}), hold.Transport{})
 	require.ErrorIs(t, err, hold.ErrToken, "a group-readable credentials file is refused")
 	require.Contains(t, err.Error(), "chmod 600")
 	require.NotContains(t, err.Error(), password)
 
 	require.NoError(t, os.Chmod(creds, 0o600))
-	a, err := Open("etcd://127.0.0.1", envOf(map[string]string{envTokenFile: creds}), false)
+	a, err := Open("etcds://127.0.0.1", envOf(map[string]string{envTokenFile: creds}), hold.Transport{})
 	require.NoError(t, err)
 	require.NotContains(t, a.Server(), password)
 	require.NoError(t, a.Close())
 
 	bad := filepath.Join(dir, "bad")
 	require.NoError(t, os.WriteFile(bad, []byte(password+"\n"), 0o600))
-	_, err = Open("etcd://127.0.0.1", envOf(map[string]string{envTokenFile: bad}), false)
+	_, err = Open("etcds://127.0.0.1", envOf(map[string]string{envTokenFile: bad}), hold.Transport{})
 	require.ErrorContains(t, err, "user:password")
 	require.NotContains(t, err.Error(), password)
 
@@ -100,13 +100,13 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	require.NoError(t, os.WriteFile(key, []byte(keyText), 0o640))
 	require.NoError(t, os.WriteFile(cert, []byte("not a certificate"), 0o644))
 	tlsEnv := envOf(map[string]string{envCert: cert, envKey: key})
-	_, err = Open("etcds://127.0.0.1", tlsEnv, false)
+	_, err = Open("etcds://127.0.0.1", tlsEnv, hold.Transport{})
 	require.ErrorContains(t, err, "chmod 600")
 	require.NoError(t, os.Chmod(key, 0o600))
-	_, err = Open("etcds://127.0.0.1", tlsEnv, false)
+	_, err = Open("etcds://127.0.0.1", tlsEnv, hold.Transport{})
 	require.ErrorContains(t, err, "unusable client certificate/key")
 	require.NotContains(t, err.Error(), "TOPSECRETKEYMATERIAL")
-	_, err = Open("etcd://127.0.0.1", tlsEnv, false)
+	_, err = Open("etcd://127.0.0.1", tlsEnv, hold.Transport{})
 	require.ErrorContains(t, err, "etcds://", "a client certificate is not silently ignored over cleartext")
 }
 
@@ -128,12 +128,12 @@ func TestCABundleIsParsedStrictly(t *testing.T) {
 		return p
 	}
 
-	a, err := Open("etcds://127.0.0.1", envOf(map[string]string{envCABundle: write("good.pem", good)}), false)
+	a, err := Open("etcds://127.0.0.1", envOf(map[string]string{envCABundle: write("good.pem", good)}), hold.Transport{})
 	require.NoError(t, err)
 	require.NoError(t, a.Close())
 
 	damaged := append(append([]byte{}, good...), "-----BEGIN CERTIFICATE-----\nnot base64\n"...)
-	_, err = Open("etcds://127.0.0.1", envOf(map[string]string{envCABundle: write("damaged.pem", damaged)}), false)
+	_, err = Open("etcds://127.0.0.1", envOf(map[string]string{envCABundle: write("damaged.pem", damaged)}), hold.Transport{})
 	require.ErrorIs(t, err, hold.ErrCABundle)
 	require.ErrorContains(t, err, "could not parse OCTOSTORE_CA_BUNDLE")
 }

@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -40,7 +41,7 @@ func (a *Authority) Probe(ctx context.Context) (ClusterInfo, error) {
 		return info, err
 	}
 	var lastErr error
-	for _, ep := range a.t.endpoints {
+	for _, ep := range a.t.clientEndpoints() {
 		m := MemberInfo{Endpoint: ep}
 		cctx, cancel := callContext(ctx, attemptCap)
 		start := time.Now()
@@ -69,4 +70,28 @@ func (a *Authority) Probe(ctx context.Context) (ClusterInfo, error) {
 func VersionOK(v string) bool {
 	ok, err := versionOK(v)
 	return err == nil && ok
+}
+
+// Identity is the cluster's identity on this host (octostore-supervisor's
+// interlock and survivor record): the cluster ID every member reports in
+// every response header, whichever endpoints and spellings reach it, and the
+// key prefix. One call per endpoint, each bounded like every other; the
+// error is the last endpoint's when none answered.
+func (a *Authority) Identity(ctx context.Context) (string, error) {
+	a.mu.Lock()
+	err := a.connect()
+	a.mu.Unlock()
+	if err != nil {
+		return "", err
+	}
+	for _, ep := range a.t.clientEndpoints() {
+		cctx, cancel := callContext(ctx, attemptCap)
+		st, serr := a.client.Status(cctx, ep)
+		cancel()
+		if serr == nil {
+			return fmt.Sprintf("etcd-cluster:%016x%s", st.Header.ClusterId, a.t.prefix), nil
+		}
+		err = serr
+	}
+	return "", &redactedError{msg: "etcd " + a.Server() + ": no member answered: " + redact(err.Error(), a.cfg.Password) + a.t.refusedPeers(), err: err}
 }

@@ -102,7 +102,7 @@ func TestProbeReportsMembers(t *testing.T) {
 	eachServer(t, func(t *testing.T, m *cluster) {
 		dead := m.Follower(t)
 		m.Member(dead).Kill()
-		a, err := Open(m.URL("/t13"), oldServerEnv, false)
+		a, err := Open(m.URL("/t13"), oldServerEnv, hold.Transport{})
 		require.NoError(t, err)
 		t.Cleanup(func() { a.Close() })
 		info, err := a.Probe(context.Background())
@@ -144,7 +144,7 @@ func TestCreateElectionMintsRandomIDs(t *testing.T) {
 // with the test-only override it says so on stderr, once.
 func TestOldServerNeedsTheOverride(t *testing.T) {
 	eachServer(t, func(t *testing.T, m *cluster) {
-		strict, err := Open(m.URL("/t15"), noEnv, false)
+		strict, err := Open(m.URL("/t15"), noEnv, hold.Transport{})
 		require.NoError(t, err)
 		t.Cleanup(func() { strict.Close() })
 		if VersionOK(m.ServerVersion(t)) {
@@ -185,7 +185,7 @@ func TestCredentialsNeverPrintedByAHold(t *testing.T) {
 			}
 			return oldServerEnv(k)
 		}
-		a, err := Open(m.URL("/t16"), env, false)
+		a, err := Open(m.URL("/t16"), env, hold.Transport{AllowCleartextCredentials: true})
 		require.NoError(t, err)
 		t.Cleanup(func() { a.Close() })
 		h := startHold(t, a, lock("jobs"))

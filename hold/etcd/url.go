@@ -3,6 +3,8 @@ package etcd
 import (
 	"net"
 	"net/netip"
+	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -14,21 +16,42 @@ const (
 	defaultPrefix = "/octostore"
 )
 
-// target is a parsed --server etcd://… or etcds://… value.
+// target is a parsed --server etcd://…, etcds://… or etcd+unix://… value.
 type target struct {
-	tls       bool
-	endpoints []string // host:port, hosts lower-cased, IPv6 in brackets
+	tls bool
+	// unix: the members are unix sockets (etcd+unix://), whose endpoints
+	// are absolute paths.
+	unix      bool
+	endpoints []string // host:port, hosts lower-cased, IPv6 in brackets; or socket paths
 	prefix    string   // starts with '/', no trailing '/'
 }
 
 // server is the normalized URL without credentials: what every event's
 // server field shows.
 func (t target) server() string {
-	scheme := "etcd://"
-	if t.tls {
-		scheme = "etcds://"
+	switch {
+	case t.unix:
+		paths := make([]string, len(t.endpoints))
+		for i, p := range t.endpoints {
+			paths[i] = url.PathEscape(p)
+		}
+		return "etcd+unix://" + strings.Join(paths, ",") + t.prefix
+	case t.tls:
+		return "etcds://" + strings.Join(t.endpoints, ",") + t.prefix
 	}
-	return scheme + strings.Join(t.endpoints, ",") + t.prefix
+	return "etcd://" + strings.Join(t.endpoints, ",") + t.prefix
+}
+
+// clientEndpoints are the endpoints in the etcd client's spelling.
+func (t target) clientEndpoints() []string {
+	if !t.unix {
+		return t.endpoints
+	}
+	eps := make([]string, len(t.endpoints))
+	for i, p := range t.endpoints {
+		eps[i] = "unix://" + p
+	}
+	return eps
 }
 
 func badURL(msg string) error {
@@ -45,8 +68,10 @@ func parseTarget(raw string) (target, error) {
 	switch scheme = strings.ToLower(scheme); {
 	case ok && scheme == "etcds":
 		t.tls = true
+	case ok && scheme == "etcd+unix":
+		t.unix = true
 	case !ok || scheme != "etcd":
-		return target{}, badURL("want etcd://HOST:PORT[,HOST:PORT…][/PREFIX] or etcds://…")
+		return target{}, badURL("want etcd://HOST:PORT[,HOST:PORT…][/PREFIX], etcds://… or etcd+unix://%2FSOCKET[,%2FSOCKET…][/PREFIX]")
 	}
 	if strings.ContainsAny(rest, "?#") {
 		return target{}, &hold.UsageError{Msg: "etcd server URL must not contain a query or fragment", Class: hold.ErrServerQuery}
@@ -56,8 +81,12 @@ func parseTarget(raw string) (target, error) {
 		return target{}, &hold.UsageError{Msg: "etcd server URL must not contain credentials; put user:password in the file named by OCTOSTORE_TOKEN_FILE",
 			Class: hold.ErrServerCredentials}
 	}
+	parse := parseEndpoint
+	if t.unix {
+		parse = parseSocket
+	}
 	for _, h := range strings.Split(hosts, ",") {
-		ep, err := parseEndpoint(h)
+		ep, err := parse(h)
 		if err != nil {
 			return target{}, err
 		}
@@ -98,6 +127,22 @@ func parseEndpoint(h string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
+// parseSocket takes a member of etcd+unix://: a percent-encoded absolute
+// path of a unix socket, as etcd serves one (--listen-client-urls
+// unix://NAME:PORT makes the socket NAME:PORT in etcd's working directory).
+func parseSocket(h string) (string, error) {
+	p, err := url.PathUnescape(h)
+	switch {
+	case err != nil:
+		return "", badURL("invalid percent-encoding in " + strconv.Quote(h))
+	case !strings.HasPrefix(p, "/"):
+		return "", badURL("socket " + strconv.Quote(p) + " is not an absolute path (encode its slashes: %2Frun%2Fetcd.sock)")
+	case strings.ContainsAny(p, "\x00,"):
+		return "", badURL("invalid socket path " + strconv.Quote(p))
+	}
+	return filepath.Clean(p), nil
+}
+
 // parsePrefix: empty → /octostore; otherwise "/" + path without trailing
 // slashes, no empty, "." or ".." segments (they would alias other prefixes).
 func parsePrefix(path string) (string, error) {
@@ -114,9 +159,19 @@ func parsePrefix(path string) (string, error) {
 }
 
 // cleartextAllowed: etcd:// sends user:password and every key in the clear,
-// so only loopback members are accepted without --allow-insecure-http.
-func (t target) cleartextAllowed(allowInsecure bool) error {
-	if t.tls || allowInsecure {
+// so only loopback members are accepted without --allow-insecure-http, and
+// credentials go nowhere over it, loopback included, without
+// --allow-cleartext-credentials. A unix socket is not TCP: its server is
+// checked instead (peerCheckedDial).
+func (t target) cleartextAllowed(tr hold.Transport, credentials bool) error {
+	if t.tls || t.unix {
+		return nil
+	}
+	if credentials && !tr.AllowCleartextCredentials {
+		return &hold.UsageError{Msg: "refusing to send etcd credentials (" + envTokenFile + ") over cleartext etcd:// (" + hold.CleartextCredentialsMessage +
+			"); use etcds:// (TLS), etcd+unix:// (a unix socket served by root or by us), or --allow-cleartext-credentials to accept that", Class: hold.ErrCleartextCapability}
+	}
+	if tr.AllowInsecureHTTP {
 		return nil
 	}
 	for _, ep := range t.endpoints {

@@ -64,7 +64,7 @@ func (a *Authority) checkVersion(ctx context.Context, diag io.Writer) error {
 	}
 	var lastErr error
 	seen, warned := 0, false
-	for _, ep := range a.t.endpoints {
+	for _, ep := range a.t.clientEndpoints() {
 		cctx, cancel := callContext(ctx, attemptCap)
 		st, err := a.client.Status(cctx, ep)
 		cancel()

@@ -65,7 +65,7 @@ func TestFailedRenewalWhileWaitingIsNoProof(t *testing.T) {
 		first := startHold(t, m.authority(t, "/t19"), election("room", "alpha"))
 		first.waitEvent(t, "leader", 20*time.Second)
 		fault := &keepAliveFault{peer: m.Client(t), prefix: "/t19/election/room/"}
-		b, err := open(m.URL("/t19"), oldServerEnv, false, fault.options()...)
+		b, err := open(m.URL("/t19"), oldServerEnv, hold.Transport{}, fault.options()...)
 		require.NoError(t, err)
 		t.Cleanup(func() { b.Close() })
 		second := startHold(t, b, election("room", "beta"))
@@ -120,7 +120,7 @@ func TestStaleProofIsRenewedBeforeAuthority(t *testing.T) {
 			}
 			return err
 		}
-		b, err := open(m.URL("/t20"), oldServerEnv, false, grpc.WithChainUnaryInterceptor(olderRead))
+		b, err := open(m.URL("/t20"), oldServerEnv, hold.Transport{}, grpc.WithChainUnaryInterceptor(olderRead))
 		require.NoError(t, err)
 		t.Cleanup(func() { b.Close() })
 		second := startHold(t, b, spec)

@@ -3,6 +3,7 @@ package etcdtest
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -33,6 +34,9 @@ type Options struct {
 	// Proxy puts a Proxy in front of each member's client port; Endpoints,
 	// URL and Client then go through the proxies.
 	Proxy bool
+	// Unix has each member serve clients on a unix socket too
+	// (Member.Socket, UnixURL), beside its port.
+	Unix bool
 }
 
 // Cluster is a running three-member etcd cluster on loopback.
@@ -155,6 +159,20 @@ func (c *Cluster) Proxy(i int) *Proxy {
 // etcd://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/prefix ("" for no prefix).
 func (c *Cluster) URL(prefix string) string {
 	u := "etcd://" + strings.Join(c.Endpoints(), ",")
+	if prefix = strings.TrimPrefix(prefix, "/"); prefix != "" {
+		u += "/" + prefix
+	}
+	return u
+}
+
+// UnixURL is the authority's --server for the members' unix sockets
+// (Options.Unix), etcd+unix://%2F…sock,…/prefix ("" for no prefix).
+func (c *Cluster) UnixURL(prefix string) string {
+	var socks []string
+	for _, m := range c.members {
+		socks = append(socks, url.PathEscape(m.Socket()))
+	}
+	u := "etcd+unix://" + strings.Join(socks, ",")
 	if prefix = strings.TrimPrefix(prefix, "/"); prefix != "" {
 		u += "/" + prefix
 	}

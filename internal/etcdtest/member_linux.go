@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -36,6 +37,11 @@ func (m *Member) ClientAddr() string { return addr(m.c.ports.client(m.i)) }
 
 func (m *Member) peerURL() string { return "http://" + addr(m.c.ports.peer(m.i)) }
 
+// Socket is the path of the unix socket the member serves clients on when
+// the cluster has Options.Unix. etcd takes a unix URL's host:port as a path
+// relative to its working directory, the cluster's directory.
+func (m *Member) Socket() string { return filepath.Join(m.c.dir, m.name+".sock:1") }
+
 func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 
 // start runs the member's server process: with its data directory new, it
@@ -52,6 +58,9 @@ func (m *Member) start() error {
 		initial += fmt.Sprintf("m%d=http://%s", i, addr(c.ports.peer(i)))
 	}
 	client := "http://" + m.ClientAddr()
+	if c.opts.Unix {
+		client += ",unix://" + m.name + ".sock:1"
+	}
 	cmd := exec.Command(c.server.Path,
 		"--name", m.name,
 		"--data-dir", m.dir,
@@ -64,6 +73,7 @@ func (m *Member) start() error {
 		"--election-timeout", strconv.FormatInt(c.opts.ElectionTimeout.Milliseconds(), 10),
 		"--log-level", "warn",
 	)
+	cmd.Dir = c.dir
 	log, err := os.OpenFile(m.dir+".log", os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("member %s log: %w", m.name, err)

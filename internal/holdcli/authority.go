@@ -63,12 +63,19 @@ func resolveTarget(c *cli.Context, env hold.LookupEnv, kind hold.Kind, capabilit
 	case isEtcd(raw):
 		// etcd.Open parses and checks the URL and its files without dialing,
 		// so a wrong one exits 64 here, before anything starts.
-		if t.etcd, err = etcdServer(raw, env, c.Bool("allow-insecure-http")); err != nil {
+		if t.etcd, err = etcdServer(raw, env, Transport(c)); err != nil {
 			return target{}, failed(err)
 		}
 	default:
 		if t.server, err = hold.ValidateServer(raw, capability, c.Bool("allow-insecure-http")); err != nil {
 			return target{}, usage(err.Error())
+		}
+		// Every lock command sends the bearer token (open); without one it
+		// fails there, saying so.
+		if kind == hold.KindLock && hold.TokenConfigured(env) {
+			if err := hold.CheckCredentialTransport(t.server, Transport(c)); err != nil {
+				return target{}, usage(err.Error())
+			}
 		}
 	}
 	connect, _, err1 := durationFlag(c, "connect-timeout", 5*time.Second)
@@ -86,7 +93,7 @@ func resolveTarget(c *cli.Context, env hold.LookupEnv, kind hold.Kind, capabilit
 
 func isEtcd(raw string) bool {
 	scheme, _, ok := strings.Cut(strings.TrimSpace(raw), "://")
-	return ok && (strings.EqualFold(scheme, "etcd") || strings.EqualFold(scheme, "etcds"))
+	return ok && (strings.EqualFold(scheme, "etcd") || strings.EqualFold(scheme, "etcds") || strings.EqualFold(scheme, "etcd+unix"))
 }
 
 // open opens the authority t names for the command's name (c's one
@@ -98,7 +105,7 @@ func (t target) open(c *cli.Context, env hold.LookupEnv, in io.Reader, stderr io
 		return openLocal(c, env, t.raw)
 	}
 	if t.etcd != "" {
-		a, err := openEtcd(t.raw, env, c.Bool("allow-insecure-http"), stderr)
+		a, err := openEtcd(t.raw, env, Transport(c), stderr)
 		if err != nil {
 			return nil, failed(err)
 		}

@@ -186,7 +186,7 @@ func holdCommand(kind hold.Kind, usageText, argName string, flags []cli.Flag, en
 var subcommands = map[string]bool{"hold": true, "create": true, "status": true, "watch": true}
 
 // boolFlags of election hold (and help).
-var boolFlags = map[string]bool{"json": true, "allow-insecure-http": true, "help": true, "h": true}
+var boolFlags = map[string]bool{"json": true, "allow-insecure-http": true, "allow-cleartext-credentials": true, "help": true, "h": true}
 
 // valueFlags take a value in the next word unless written --flag=value.
 var valueFlags = map[string]bool{

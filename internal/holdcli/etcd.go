@@ -11,8 +11,8 @@ import (
 
 // etcdServer is the normalised URL of the etcd cluster raw names. etcd.Open
 // parses the URL and checks its files without dialing.
-func etcdServer(raw string, env hold.LookupEnv, insecure bool) (string, error) {
-	a, err := etcd.Open(raw, env, insecure)
+func etcdServer(raw string, env hold.LookupEnv, tr hold.Transport) (string, error) {
+	a, err := etcd.Open(raw, env, tr)
 	if err != nil {
 		return "", err
 	}
@@ -21,8 +21,8 @@ func etcdServer(raw string, env hold.LookupEnv, insecure bool) (string, error) {
 }
 
 // openEtcd opens the etcd authority raw names, its diagnostics to diag.
-func openEtcd(raw string, env hold.LookupEnv, insecure bool, diag io.Writer) (hold.Authority, error) {
-	a, err := etcd.Open(raw, env, insecure)
+func openEtcd(raw string, env hold.LookupEnv, tr hold.Transport, diag io.Writer) (hold.Authority, error) {
+	a, err := etcd.Open(raw, env, tr)
 	if err != nil {
 		return nil, err
 	}

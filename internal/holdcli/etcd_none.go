@@ -15,8 +15,8 @@ import (
 // so these are never reached there; they fail rather than pretend.
 var errNoEtcd = errors.New("this build of the hold has no etcd client (octostore_noetcd); etcd holds run from the octostore-supervisor binary itself")
 
-func etcdServer(string, hold.LookupEnv, bool) (string, error) { return "", errNoEtcd }
+func etcdServer(string, hold.LookupEnv, hold.Transport) (string, error) { return "", errNoEtcd }
 
-func openEtcd(string, hold.LookupEnv, bool, io.Writer) (hold.Authority, error) {
+func openEtcd(string, hold.LookupEnv, hold.Transport, io.Writer) (hold.Authority, error) {
 	return nil, errNoEtcd
 }

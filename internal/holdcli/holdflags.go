@@ -97,6 +97,9 @@ func (t target) args(c *cli.Context) []string {
 	if c.Bool("allow-insecure-http") {
 		a = append(a, "--allow-insecure-http")
 	}
+	if c.Bool("allow-cleartext-credentials") {
+		a = append(a, "--allow-cleartext-credentials")
+	}
 	return a
 }
 

@@ -7,7 +7,8 @@ import (
 )
 
 // TransportFlags are the flags that choose a command's authority and how it
-// may be reached: --server and --allow-insecure-http. Every command that
+// may be reached: --server, --allow-insecure-http and
+// --allow-cleartext-credentials. Every command that
 // talks to an authority takes them from here - octostore's election and lock
 // commands, and octostore-supervisor's election and lock (the embedded hold)
 // and doctor - because the cleartext refusals (hold.ValidateServer,
@@ -19,7 +20,13 @@ func TransportFlags(serverUsage string) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "server", Usage: serverUsage},
 		&cli.BoolFlag{Name: "allow-insecure-http", Usage: "allow cleartext (http://, etcd://) to a non-loopback authority (development only)"},
+		&cli.BoolFlag{Name: "allow-cleartext-credentials", Usage: "allow credentials (a bearer token, etcd's user:password) over cleartext http:// or etcd://, loopback included, where any local user can listen on a free port"},
 	}
+}
+
+// Transport is what c's transport flags allow.
+func Transport(c *cli.Context) hold.Transport {
+	return hold.Transport{AllowInsecureHTTP: c.Bool("allow-insecure-http"), AllowCleartextCredentials: c.Bool("allow-cleartext-credentials")}
 }
 
 // clientFlags are the transport flags of octostore's commands and the
