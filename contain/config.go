@@ -82,6 +82,13 @@ type Config struct {
 	// until the guardian has contained the run.
 	Interlock *os.File `json:"-"`
 
+	// HostKey is the identity of this authority, kind and name on the whole
+	// host (hold/local.HostKey): it names the host lock that backs the
+	// interlock where the platform has one (Linux), so runs of one name
+	// serialize whatever state directory, user or spelling of the authority
+	// each was started with. Empty: the interlock file's path names it.
+	HostKey string
+
 	// Survivors, when set, is this host's record of processes that outlived a
 	// failed containment of the same authority and name. A run starts its hold
 	// only once every recorded process is gone, checks again once it holds the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/octostore-supervisor/supervisor/internal/procid"
 	"github.com/octostore-supervisor/supervisor/internal/survivor"
@@ -28,11 +29,27 @@ type hostGate struct {
 	locked    bool // this run holds the interlock
 
 	// hostLock backs the interlock file with a lock no same-user worker can
-	// delete (platform.TryHostLock), keyed by the interlock's path; nil where
-	// the platform has none. named: this run holds it.
+	// delete (platform.TryHostLock), keyed by hostKey (Config.HostKey, else
+	// the interlock's path); nil where the platform has none. named: this
+	// run holds it.
 	hostLock *os.File
+	hostKey  string
 	named    bool
+	// foreign is the uid of another user's socket found holding the host
+	// lock's name, which does not hold this run back (trusted); note is what
+	// to say about it, once.
+	foreign bool
+	note    string
+	// trustedAt is when the holder of the name was last found to be ours or
+	// root's: asking the kernel again is a dump of every unix socket of the
+	// host, so a wait on a trusted holder asks at most every holderRecheck.
+	trustedAt time.Time
 }
+
+// holderRecheck bounds how often a wait on the host lock asks the kernel who
+// holds its name: the one cost is a name squatted after a trusted holder let
+// go being found that much later.
+const holderRecheck = 100 * time.Millisecond
 
 // open prepares the host lock before the guardian starts, so that the guardian
 // inherits the socket and shares the lock taken later.
@@ -78,7 +95,10 @@ func (g *hostGate) close(provenAll bool) error {
 }
 
 // lock takes the interlock file and the host lock; false means another run
-// holds either.
+// holds either. The host lock's name is host-wide and anyone can bind it, so
+// only a holder of our own uid or root counts (passHolder); another user's
+// socket on it is noted and passed: the file lock, in a directory that user
+// cannot write, still keeps this user's runs apart.
 func (g *hostGate) lock() (bool, error) {
 	if !g.locked {
 		ok, err := platform.TryLockFile(g.interlock, true)
@@ -87,14 +107,54 @@ func (g *hostGate) lock() (bool, error) {
 		}
 		g.locked = true
 	}
-	if g.hostLock != nil && !g.named {
-		ok, err := platform.TryHostLock(g.hostLock, g.interlock.Name())
-		if err != nil || !ok {
-			return false, err
-		}
-		g.named = true
+	if g.hostLock == nil || g.named || g.foreign {
+		return true, nil
 	}
+	key := g.hostKey
+	if key == "" {
+		key = g.interlock.Name()
+	}
+	ok, err := platform.TryHostLock(g.hostLock, key)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		g.named = true
+		return true, nil
+	}
+	return g.passHolder(key)
+}
+
+// passHolder says whether this run may pass the socket that holds the host
+// lock's name: not while its owner is our uid or root (a run of ours or
+// root's whose worker may live) or cannot be told (it let go meanwhile: the
+// next attempt binds the name); yes when it is any other user's, who could
+// otherwise block any name on the host by binding it first.
+func (g *hostGate) passHolder(key string) (bool, error) {
+	if time.Since(g.trustedAt) < holderRecheck {
+		return false, nil
+	}
+	uid, known, err := platform.HostLockHolder(key)
+	if err != nil {
+		return false, fmt.Errorf("who holds the host lock: %w", err)
+	}
+	if !known || uid == os.Geteuid() || uid == 0 {
+		if known {
+			g.trustedAt = time.Now()
+		}
+		return false, nil
+	}
+	g.foreign = true
+	g.note = fmt.Sprintf("the host-wide interlock name of this name is held by uid %d, neither ours nor root: ignored, "+
+		"so that no other user can block a name; this run is kept apart from ours by its interlock file only, and not from that user's runs", uid)
 	return true, nil
+}
+
+// takeNote returns what the gate has to say about its host lock, once.
+func (g *hostGate) takeNote() string {
+	n := g.note
+	g.note = ""
+	return n
 }
 
 // blocked reports why the worker may not start yet, "" once it may: the

@@ -136,7 +136,7 @@ type run struct {
 // Supervise runs one supervised hold to the end and returns the exit code.
 func Supervise(ctx context.Context, cfg Config) int {
 	r := &run{cfg: cfg, diag: cfg.Stderr, stream: events.NewStream(events.Expect{Kind: cfg.Kind, Name: cfg.Name, Candidate: cfg.Candidate}),
-		lines: make(chan lineMsg), sigs: make(chan os.Signal, 4), gate: hostGate{interlock: cfg.Interlock, survivors: cfg.Survivors}}
+		lines: make(chan lineMsg), sigs: make(chan os.Signal, 4), gate: hostGate{interlock: cfg.Interlock, survivors: cfg.Survivors, hostKey: cfg.HostKey}}
 	if cfg.AcquireTimeout > 0 {
 		r.acquireBy = time.Now().Add(cfg.AcquireTimeout)
 	}
@@ -157,7 +157,7 @@ func Supervise(ctx context.Context, cfg Config) int {
 	defer r.cleanup()
 	// A name kept blocked by survivors of a failed containment does not even
 	// campaign: a lease it cannot use would only keep it from another host.
-	if c := r.waitUntilClear(ctx, r.gate.survivorsAlive); c != nil {
+	if c := r.waitUntilClear(ctx, r.gate.survivorsAlive, nil); c != nil {
 		if c.msg != "" {
 			r.say("%s", c.msg)
 		}
@@ -303,18 +303,9 @@ func (r *run) loop(ctx context.Context) int {
 }
 
 func (r *run) onLine(lm lineMsg) *cause {
-	if lm.err != nil {
-		r.linesDone = true
-		if errors.Is(lm.err, io.EOF) {
-			return &cause{kind: causeHoldEnded, msg: "the hold's event stream ended without a terminal event"}
-		}
-		c := causeFrom(lm.err)
-		return &c
-	}
-	ev, err := r.stream.Next(lm.line)
-	if err != nil {
-		c := causeFrom(err)
-		return &c
+	ev, c := r.event(lm)
+	if c != nil {
+		return c
 	}
 	switch {
 	case ev.Event == events.Waiting:
@@ -327,6 +318,24 @@ func (r *run) onLine(lm lineMsg) *cause {
 	default:
 		return &cause{kind: causeTerminal, ev: &ev}
 	}
+}
+
+// event validates one line of the hold; a cause ends the run.
+func (r *run) event(lm lineMsg) (events.Event, *cause) {
+	if lm.err != nil {
+		r.linesDone = true
+		if errors.Is(lm.err, io.EOF) {
+			return events.Event{}, &cause{kind: causeHoldEnded, msg: "the hold's event stream ended without a terminal event"}
+		}
+		c := causeFrom(lm.err)
+		return events.Event{}, &c
+	}
+	ev, err := r.stream.Next(lm.line)
+	if err != nil {
+		c := causeFrom(err)
+		return events.Event{}, &c
+	}
+	return ev, nil
 }
 
 func (r *run) clocks() (events.Clocks, error) {
@@ -399,9 +408,14 @@ func (r *run) launch(ev events.Event) *cause {
 	// Taken after leader, not before the hold starts: the interlock is held by
 	// the current leader's run for its whole tenure, and a candidate must be
 	// able to campaign meanwhile. The wait is normally one teardown long; the
-	// armed deadline keeps running through it.
-	if c := r.waitUntilClear(context.Background(), r.gate.blocked); c != nil {
+	// armed deadline keeps running through it, renewed by the hold's renewals
+	// (heldBack), and the hold's loss ends it.
+	auth := *ev.Authority
+	if c := r.waitUntilClear(context.Background(), r.gate.blocked, r.heldBack(&auth)); c != nil {
 		return c
+	}
+	if note := r.gate.takeNote(); note != "" {
+		r.say("%s", note)
 	}
 	env := []string{"OCTOSTORE_FENCING_TERM=" + strconv.FormatUint(*ev.Term, 10), "OCTOSTORE_SUPERVISOR_READY_FILE=" + r.readyFile}
 	if ev.FencingKey != "" {
@@ -418,7 +432,7 @@ func (r *run) launch(ev events.Event) *cause {
 			return c
 		}
 	}
-	if err := r.stillFresh(*ev.Authority); err != nil {
+	if err := r.stillFresh(auth); err != nil {
 		return doubt("authority expired while the worker was launched: %v", err)
 	}
 	r.print(events.LineFor(ev))
@@ -429,12 +443,18 @@ func (r *run) launch(ev events.Event) *cause {
 // hostGate), saying each new reason once. Before the hold starts there is no
 // host yet; after, the host's notes (expiry, worker exit) and loss end the
 // wait as they end any other, and so do signals, ctx and
-// Config.AcquireTimeout (causeBlocked).
-func (r *run) waitUntilClear(ctx context.Context, check func() (string, error)) *cause {
+// Config.AcquireTimeout (causeBlocked). onLine, when set, takes the hold's
+// lines meanwhile (heldBack), so a blocked run neither misses a renewal nor a
+// loss.
+func (r *run) waitUntilClear(ctx context.Context, check func() (string, error), onLine func(lineMsg) *cause) *cause {
 	var notes <-chan msg
 	var lost <-chan string
+	var lines <-chan lineMsg
 	if r.host != nil {
 		notes, lost = r.host.notes(), r.host.lost()
+	}
+	if onLine != nil {
+		lines = r.lines
 	}
 	var limit <-chan time.Time
 	if !r.acquireBy.IsZero() {
@@ -463,6 +483,12 @@ func (r *run) waitUntilClear(ctx context.Context, check func() (string, error)) 
 			if c := r.onNote(n); c != nil {
 				return c
 			}
+		case lm := <-lines:
+			if c := onLine(lm); c != nil {
+				return c
+			}
+		case <-r.holdGone:
+			return &cause{kind: causeHoldEnded, msg: "the hold exited without a terminal event"}
 		case s := <-r.sigs:
 			return &cause{kind: causeSignal, sig: s.(syscall.Signal)}
 		case <-ctx.Done():
@@ -515,21 +541,9 @@ func (r *run) awaitReady() *cause {
 }
 
 func (r *run) renew(ev events.Event) *cause {
-	a, err := ev.AuthorityOrDoubt()
-	if err != nil {
-		c := causeFrom(err)
-		return &c
-	}
-	dl, err := r.plan(a)
-	if err != nil {
-		return &cause{kind: causeDoubt, msg: "renewed authority could not replace the active deadline: " + err.Error()}
-	}
-	r.pause("pre-renew-arm")
-	if err := r.arm(dl); err != nil {
-		if errors.Is(err, errGuardianLost) {
-			return &cause{kind: causeGuardianLost, msg: err.Error()}
-		}
-		return &cause{kind: causeDoubt, msg: "renewed authority could not replace the active deadline: " + err.Error()}
+	a, c := r.rearm(ev)
+	if c != nil {
+		return c
 	}
 	r.pause("renewal-armed")
 	// Never report a renewal that is already stale: a supervisor frozen after
@@ -539,6 +553,50 @@ func (r *run) renew(ev events.Event) *cause {
 	}
 	r.print(events.LineFor(ev))
 	return nil
+}
+
+// rearm arms the deadline of a renewal and returns its authority.
+func (r *run) rearm(ev events.Event) (events.Authority, *cause) {
+	a, err := ev.AuthorityOrDoubt()
+	if err != nil {
+		c := causeFrom(err)
+		return a, &c
+	}
+	dl, err := r.plan(a)
+	if err != nil {
+		return a, &cause{kind: causeDoubt, msg: "renewed authority could not replace the active deadline: " + err.Error()}
+	}
+	r.pause("pre-renew-arm")
+	if err := r.arm(dl); err != nil {
+		if errors.Is(err, errGuardianLost) {
+			return a, &cause{kind: causeGuardianLost, msg: err.Error()}
+		}
+		return a, &cause{kind: causeDoubt, msg: "renewed authority could not replace the active deadline: " + err.Error()}
+	}
+	return a, nil
+}
+
+// heldBack takes the hold's lines while an authority's worker waits for this
+// host (launch): a renewal re-arms the deadline and becomes the authority the
+// launch checks, unreported (no leader line is out yet), so the wait lasts
+// as long as authority does; a terminal event or a broken stream ends the
+// run as it would with the worker running.
+func (r *run) heldBack(auth *events.Authority) func(lineMsg) *cause {
+	return func(lm lineMsg) *cause {
+		ev, c := r.event(lm)
+		if c != nil {
+			return c
+		}
+		if ev.Event != events.Renewed {
+			return &cause{kind: causeTerminal, ev: &ev}
+		}
+		a, c := r.rearm(ev)
+		if c != nil {
+			return c
+		}
+		*auth = a
+		return nil
+	}
 }
 
 func (r *run) onNote(n msg) *cause {

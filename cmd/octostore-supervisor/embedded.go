@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -8,7 +10,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/octostore-supervisor/supervisor/contain"
 	"github.com/octostore-supervisor/supervisor/hold"
+	"github.com/octostore-supervisor/supervisor/hold/etcd"
 	"github.com/octostore-supervisor/supervisor/hold/local"
 	"github.com/octostore-supervisor/supervisor/internal/holdcli"
 	"github.com/octostore-supervisor/supervisor/internal/survivor"
@@ -47,9 +51,16 @@ func embeddedHold(c *cli.Context, kind, name, candidate string, env []string) (e
 		return embedded{}, usageError{err.Error()}
 	}
 	e := embedded{argv: append([]string{self, HoldArg}, req.Args(name)...), acquireTimeout: req.AcquireTimeout, light: !req.Etcd}
-	if !req.Local {
-		// The normalised URL is the authority's identity (hostGuard).
-		e.authority = req.ServerURL
+	switch {
+	case req.Etcd:
+		e.authority, err = etcdIdentity(c, req.Server, env, req.AcquireTimeout)
+		return e, err
+	case !req.Local:
+		srv, err := hold.ValidateServer(req.ServerURL, false, true)
+		if err != nil {
+			return embedded{}, usageError{err.Error()}
+		}
+		e.authority = srv.Origin()
 		return e, nil
 	}
 	store, err := local.Open(req.Server, lookupIn(env))
@@ -65,6 +76,47 @@ func embeddedHold(c *cli.Context, kind, name, candidate string, env []string) (e
 	}
 	e.authority = store.Identity()
 	return e, nil
+}
+
+// etcdIdentity asks the etcd cluster raw names for its identity on this host
+// (etcd.Authority.Identity: its cluster ID, which no spelling of its
+// endpoints changes, and the key prefix). While no member answers it waits,
+// as the hold would, saying why once, bounded by --acquire-timeout (exit
+// 11): there is no identity to keep this host's runs of the name apart by
+// until one does.
+func etcdIdentity(c *cli.Context, raw string, env []string, limit *time.Duration) (string, error) {
+	a, err := etcd.Open(raw, lookupIn(env), holdcli.Transport(c))
+	if err != nil {
+		return "", usageError{err.Error()}
+	}
+	defer a.Close()
+	var giveUp <-chan time.Time
+	if limit != nil {
+		t := time.NewTimer(*limit)
+		defer t.Stop()
+		giveUp = t.C
+	}
+	said := false
+	for {
+		id, err := a.Identity(context.Background())
+		if err == nil {
+			return id, nil
+		}
+		var ue *hold.UsageError
+		if errors.As(err, &ue) {
+			return "", usageError{ue.Error()}
+		}
+		why := fmt.Sprintf("waiting for etcd %s to answer, whose cluster ID names this run's interlock: %v", a.Server(), err)
+		if !said {
+			fmt.Fprintf(c.App.ErrWriter, "octostore-supervisor: %s\n", hold.TerminalSafe(why))
+			said = true
+		}
+		select {
+		case <-time.After(time.Second):
+		case <-giveUp:
+			return "", cli.Exit("octostore-supervisor: gave up after --acquire-timeout "+c.String("acquire-timeout")+": "+hold.TerminalSafe(why), contain.ExitAcquireTimeout)
+		}
+	}
 }
 
 // embedded is the embedded hold as the supervisor runs it.
@@ -85,7 +137,8 @@ type embedded struct {
 // worker of one authority and name from starting on this host while an
 // earlier one may live: the name's survivor record (Config.Survivors) and,
 // unless the local authority already gave one, its interlock. authority is an
-// identity: the local directory's file URL, a normalised server URL, or
+// identity (local.HostKey): the local directory's real file URL, a server's
+// canonical origin, an etcd cluster's ID and prefix, or
 // local.ExplicitHoldAuthority.
 func hostGuard(authority string, kind hold.Kind, name string, needInterlock bool, env []string) (*survivor.Record, *os.File, error) {
 	store, err := local.OpenPrivate(lookupIn(env))

@@ -240,6 +240,7 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 		return cfg, err
 	}
 	cfg.Survivors = rec
+	cfg.HostKey = local.HostKey(authority, holdKind(kind), cfg.Name)
 	if cfg.Interlock == nil {
 		cfg.Interlock = interlock
 	}

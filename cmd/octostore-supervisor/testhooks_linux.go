@@ -5,7 +5,9 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -17,6 +19,7 @@ import (
 // named by OCTOSTORE_SUPERVISOR_TESTHOOK_PAUSE, so a test can hold it exactly there
 // and resume it with SIGCONT. Release builds do not contain this code.
 func testHooks(cfg *contain.Config, env []string) {
+	testHostScope(cfg, env)
 	var point string
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "OCTOSTORE_SUPERVISOR_TESTHOOK_PAUSE="); ok {
@@ -49,4 +52,17 @@ func testBackendHook(b *contain.Backend) {
 	if os.Getenv("OCTOSTORE_SUPERVISOR_TESTHOOK_JOIN") == "1" && b.Name == contain.BackendCgroup {
 		b.Join = true
 	}
+}
+
+// testHostScope, in test builds only, keeps an explicit hold's interlock
+// within its private state directory, as it was before the interlock's name
+// became host-wide (Config.HostKey): the suite runs hundreds of explicit
+// holds of the room "room" at once, each in a directory of its own, which
+// would otherwise all wait for one another. A test of the host-wide name sets
+// OCTOSTORE_SUPERVISOR_TESTHOOK_HOST_WIDE=1.
+func testHostScope(cfg *contain.Config, env []string) {
+	if cfg.EmbeddedHold || cfg.Survivors == nil || slices.Contains(env, "OCTOSTORE_SUPERVISOR_TESTHOOK_HOST_WIDE=1") {
+		return
+	}
+	cfg.HostKey += "\x00" + filepath.Dir(cfg.Survivors.Path())
 }

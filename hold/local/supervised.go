@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 
 	"github.com/octostore-supervisor/supervisor/hold"
 	"github.com/octostore-supervisor/supervisor/internal/survivor"
@@ -32,17 +33,31 @@ const supervisedDir = "supervised"
 // that use the same name; it never lets them overlap).
 const ExplicitHoldAuthority = "explicit-hold"
 
-// Identity is the local authority's identity for SupervisedKey: the file URL
-// of its directory, the same for "local" and for file:/// naming that
-// directory.
+// Identity is the local authority's identity for HostKey: the file URL of
+// the real path of its directory (symbolic links resolved), the same for
+// "local" and for every file:/// that names that directory, however spelled.
 func (s *Store) Identity() string {
-	return (&url.URL{Scheme: "file", Path: fileURLPath(s.dir)}).String()
+	dir := s.dir
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	return (&url.URL{Scheme: "file", Path: fileURLPath(dir)}).String()
+}
+
+// HostKey is the identity of authority (Identity, an HTTP server's
+// canonical origin, an etcd cluster's identity, or ExplicitHoldAuthority),
+// kind and name on this host: it keys the survivor record and the interlock
+// file in the private state directory and names the interlock's host lock
+// (contain.Config.HostKey). It holds nothing of the user or the state
+// directory, so runs of one authority and name meet whoever runs them.
+func HostKey(authority string, kind hold.Kind, name string) string {
+	b, _ := json.Marshal([]string{authority, kind.String(), name})
+	return string(b)
 }
 
 // supervisedStem hashes authority, kind and name into a file-name stem.
 func supervisedStem(authority string, kind hold.Kind, name string) string {
-	b, _ := json.Marshal([]string{authority, kind.String(), name})
-	sum := sha256.Sum256(b)
+	sum := sha256.Sum256([]byte(HostKey(authority, kind, name)))
 	return hex.EncodeToString(sum[:])
 }
 
