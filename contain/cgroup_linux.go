@@ -136,9 +136,12 @@ func killCgroup(dir string, proof time.Duration) (bool, error) {
 	return killPopulated(dir, proof)
 }
 
-// killPopulated is killCgroup for a cgroup just seen populated.
+// killPopulated is killCgroup for a cgroup just seen populated. CPU limits
+// in it are lifted first: a throttled process runs its SIGKILL only in its
+// share of each period (platform.LiftCPULimits).
 func killPopulated(dir string, proof time.Duration) (bool, error) {
 	deadline := time.Now().Add(proof)
+	platform.LiftCPULimits(dir)
 	if err := platform.KillCgroup(dir); err != nil {
 		return false, fmt.Errorf("kill %s: %w", dir, err)
 	}

@@ -241,6 +241,23 @@ func SetCgroupLimits(top, dir string, l CgroupLimits) error {
 	return nil
 }
 
+// LiftCPULimits sets cpu.max to "max" in dir and in every cgroup below it,
+// so that processes about to be killed there get the CPU time their exit
+// needs: a tree held to a small CPU share (--cpu-max 0.01, or a limit a
+// worker set on a cgroup of its own) runs its SIGKILL only in its slices of
+// each period, which a teardown's proof bound may not wait for. Errors are
+// ignored: a cgroup without the cpu controller has no cpu.max, and the kill
+// goes ahead either way.
+func LiftCPULimits(dir string) {
+	_ = writeCgroupFile(dir, "cpu.max", "max")
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			LiftCPULimits(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
 // SwapActive reports whether any swap area is in use (/proc/swaps lists one
 // below its header line).
 func SwapActive() bool {
