@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -205,9 +206,29 @@ func (l *leaf) stats(rep *Report) {
 	limitStats(l.dir, rep)
 }
 
-// removeDir removes an empty cgroup directory. Right after the last task exits
-// the kernel may still answer EBUSY for a moment.
+// removeDir removes the cgroup dir and every cgroup below it, deepest first.
+// Below a run's leaves there may be cgroups a supervisor made that ran as the
+// worker (its SupervisorLeaf, its own runs): left there, they kept the run's
+// directories, and every later start-up sweep tried them again. A cgroup
+// that still holds processes stays, and so does every one above it, so
+// evidence is never destroyed.
 func removeDir(dir string) error {
+	subs, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	var errs []error
+	for _, sub := range subs {
+		if sub.IsDir() {
+			errs = append(errs, removeDir(filepath.Join(dir, sub.Name())))
+		}
+	}
+	return errors.Join(append(errs, rmdirCgroup(dir))...)
+}
+
+// rmdirCgroup removes an empty cgroup directory. Right after the last task
+// exits the kernel may still answer EBUSY for a moment.
+func rmdirCgroup(dir string) error {
 	var err error
 	for i := 0; i < 100; i++ {
 		if err = unix.Rmdir(dir); err == nil || errors.Is(err, unix.ENOENT) {
@@ -221,14 +242,8 @@ func removeDir(dir string) error {
 	return fmt.Errorf("remove cgroup %s: %w", dir, err)
 }
 
-// remove deletes the leaves and the run directory; a leaf that still holds
-// processes stays (and is reported), so evidence is never destroyed.
+// remove deletes the run's cgroups (removeDir).
 func (r *cgroupRun) remove(diag io.Writer) {
-	for _, l := range r.leaves {
-		if err := removeDir(l.dir); err != nil {
-			fmt.Fprintf(diag, "octostore-supervisor: %v\n", err)
-		}
-	}
 	if err := removeDir(r.dir); err != nil {
 		fmt.Fprintf(diag, "octostore-supervisor: %v\n", err)
 	}
@@ -333,12 +348,6 @@ func ignoreIf(cond bool, err error) error {
 
 // removeSwept removes an abandoned run proven empty: its leaves, then itself.
 func removeSwept(dir string, s StaleRun) StaleRun {
-	subs, _ := os.ReadDir(dir)
-	for _, sub := range subs {
-		if sub.IsDir() {
-			_ = removeDir(filepath.Join(dir, sub.Name()))
-		}
-	}
 	s.Removed = removeDir(dir) == nil
 	return s
 }
