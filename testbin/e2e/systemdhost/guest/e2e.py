@@ -22,6 +22,13 @@ kill DIR               root: SIGKILLs whatever the scenario left running
 leftovers DIR          root: PASS, or FAIL: the processes and cgroups left
 snapshot DIR           root: "PID STARTTIME WHAT" of the scenario's processes
 gone LISTING SECS      root: whether a snapshot's processes all end in SECS
+alloc DIR TOKEN        allocates (and touches) 8 MiB at a time up to 512 MiB,
+                       noting each step in DIR/alloc.mib; exits 92 if nothing
+                       stopped it
+hog TOKEN              spins on a CPU until killed
+cpumeter DIR           root: finds the two hogs of DIR's scenario (TOKEN in
+                       DIR/token), reads their cgroup's cpu.stat usage_usec 5 s
+                       apart and writes DIR/cpu.json
 """
 import errno
 import json
@@ -168,6 +175,63 @@ def monitor(d):
               open(os.path.join(d, "monitor.json"), "w"), indent=1)
 
 
+def alloc(d, _token):
+    keep = []
+    for i in range(64):
+        keep.append(bytearray(b"a" * (8 << 20)))
+        with open(os.path.join(d, "alloc.mib"), "w") as f:
+            f.write(f"{(i + 1) * 8}\n")
+    sys.exit(92)
+
+
+def hog(_token):
+    while True:
+        pass
+
+
+def hog_cgroup(token):
+    """The cgroup of the hogs (argv "python3 .../e2e.py hog TOKEN"), once two run."""
+    found = []
+    for p in pids():
+        try:
+            argv = open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")
+            if len(argv) >= 4 and argv[1].endswith(b"e2e.py") and argv[2] == b"hog" and argv[3] == token:
+                found.append(open(f"/proc/{p}/cgroup").read().strip().split("::", 1)[1])
+        except (OSError, IndexError):
+            pass
+    return found[0] if len(found) == 2 and found[0] == found[1] else None
+
+
+def usage_usec(cg):
+    for line in open(f"/sys/fs/cgroup{cg}/cpu.stat"):
+        k, _, v = line.partition(" ")
+        if k == "usage_usec":
+            return int(v)
+    raise OSError(f"{cg}/cpu.stat has no usage_usec")
+
+
+def cpumeter(d):
+    """Measures from outside the run, as the issue asks: what the worker
+    tree's cgroup used over 5 s of wall time, by its cpu.stat."""
+    token = open(os.path.join(d, "token")).read().strip().encode()
+    out, deadline, cg = {}, time.time() + 60, None
+    while cg is None and time.time() < deadline:
+        cg = hog_cgroup(token)
+        time.sleep(0.1)
+    try:
+        if cg is None:
+            raise OSError("the two hogs never ran in one cgroup within 60 s")
+        time.sleep(1)  # both spinning
+        u0, t0 = usage_usec(cg), time.monotonic()
+        time.sleep(5)
+        u1, t1 = usage_usec(cg), time.monotonic()
+        out = {"cgroup": cg, "cpu_max": open(f"/sys/fs/cgroup{cg}/cpu.max").read().strip(),
+               "cpu_s": (u1 - u0) / 1e6, "wall_s": t1 - t0, "cpus": (u1 - u0) / 1e6 / (t1 - t0)}
+    except OSError as e:
+        out = {"error": str(e)}
+    json.dump(out, open(os.path.join(d, "cpu.json"), "w"), indent=1)
+
+
 def params(d):
     p = {}
     for line in open(os.path.join(d, "params")):
@@ -312,10 +376,58 @@ def stderr_tail(d):
     return " | ".join(lines[-3:])[:600] or "(empty)"
 
 
+def judge_limits(p, d, rc):
+    """The resource-limit scenarios (issue 33)."""
+    kind, bad = p["KIND"], []
+    line, err = last_json(read(d, "stdout"))
+    c = (line or {}).get("containment") or {}
+    want_rc = {"oom-run": 137, "oom-election": 70, "cpu": 143, "refused": 64}.get(kind)
+    if want_rc is not None and rc != want_rc:
+        bad.append(f"exit {rc}, want {want_rc}; stderr: {stderr_tail(d)}")
+    if kind == "refused":
+        errs = read(d, "stderr")
+        for want in ("--memory-max needs the memory controller, which", "does not offer: "):
+            if want not in errs:
+                bad.append(f"stderr does not say {want!r}: {stderr_tail(d)}")
+        if read(d, "stdout").strip() or os.path.exists(os.path.join(d, "worker.pids")):
+            bad.append("something ran: stdout has lines or the worker started")
+        return bad
+    if err:
+        return bad + [err]
+    if c.get("proven_empty") is not True:
+        bad.append(f"containment not proven empty: {c}")
+    if kind.startswith("oom"):
+        if not os.path.exists(os.path.join(d, "daemon.registered")):
+            bad.append("the worker's setsid daemon never started")
+        if c.get("limit_hit") != "memory" or (c.get("oom_kills") or 0) < 1 or c.get("signal") != 9:
+            bad.append(f"want limit_hit memory, oom_kills >= 1, signal 9: {c}")
+        if read(d, "alloc.mib").strip() in ("", "512"):
+            bad.append(f"the allocation was not stopped part way (alloc.mib {read(d, 'alloc.mib').strip()!r})")
+    if kind == "oom-election":
+        if line.get("event") != "released" or line.get("worker_exit_code") != 137:
+            bad.append(f"want released with worker_exit_code 137, got {line.get('event')!r} {line.get('worker_exit_code')!r}")
+    if kind == "cpu":
+        if c.get("limit_hit") != "timeout" or c.get("duration_ms", 0) > 3000:
+            bad.append(f"want the throttled tree ended by --timeout (limit_hit timeout) within 3 s of teardown: {c}")
+        m = json.loads(read(d, "cpu.json") or "{}")
+        if "cpus" not in m:
+            bad.append(f"cpumeter: {m.get('error', 'no measurement')}")
+        elif not 0.1 <= m["cpus"] <= 0.3 or m["cpu_max"] != "25000 100000":
+            bad.append(f"two hogs under --cpu-max 0.25 used {m['cpus']:.3f} CPU-s/s over {m['wall_s']:.1f} s (cpu.max {m['cpu_max']}), want at most 0.3")
+    if kind == "bomb-pids" and c.get("limit_hit") != "pids":
+        bad.append(f"want limit_hit pids: {c}")
+    return bad
+
+
 def judge_kind(p, d, rc):
     kind, bad = p["KIND"], []
     if rc is None:
         return ["the supervisor did not end within the scenario's time"]
+    if kind in ("oom-run", "oom-election", "cpu", "refused"):
+        return judge_limits(p, d, rc)
+    if kind == "bomb-pids":
+        bad = judge_limits(p, d, rc)
+        kind = "bomb"
     if kind == "daemon":
         if rc != 7:
             bad.append(f"exit {rc}, want the worker's 7; stderr: {stderr_tail(d)}")
@@ -460,6 +572,12 @@ def main():
         snapshot(args[0])
     elif cmd == "gone":
         gone(args[0], args[1])
+    elif cmd == "alloc":
+        alloc(args[0], args[1])
+    elif cmd == "hog":
+        hog(args[0])
+    elif cmd == "cpumeter":
+        cpumeter(args[0])
     else:
         sys.exit(f"unknown subcommand {cmd}")
 

@@ -57,6 +57,14 @@ MODES=(
   "user-session-private-pids:user-session::--private-pids:cgroup"
 )
 KINDS=(run-daemon run-forkbomb election-sigterm)
+# MODE:KIND of the resource-limit scenarios (issue 33), each in a mode of
+# MODES: limits asked for below a cgroup that offers no controller exit 64
+# naming it and the fix; a worker tree past --memory-max 64M is OOM-killed as
+# a whole (run; an election, which then releases and exits 70); a fork bomb
+# under --max-processes 32 says limit_hit pids; two CPU hogs under --cpu-max
+# 0.25 use at most 0.3 CPU-seconds per second over 5 s by cpu.stat (read from
+# outside) and are killed at --timeout.
+LIMITS=(svc-delegate:limits-refused svc:limits-oom-run svc:limits-oom-election svc:limits-forkbomb-pids svc:limits-cpu)
 UNIT_STEPS=(unit/start-leads unit/stop-released unit/kill-main-leaves-nothing)
 
 selected() { [ -z "$ONLY" ] || [[ "$1" =~ $ONLY ]]; }
@@ -142,7 +150,7 @@ log_scenario() { # NAME DIR VERDICT
     echo "== exit code: $(cat "$d/rc" 2>/dev/null)"
     echo "== stdout"; tail -n 50 "$d/stdout" 2>/dev/null
     echo "== stderr (last 80 lines)"; tail -n 80 "$d/stderr" 2>/dev/null
-    for x in registered worker.pids monitor.json bomb.eagain launch.err cleanup.err; do
+    for x in registered worker.pids monitor.json cpu.json alloc.mib bomb.eagain launch.err cleanup.err; do
       [ -s "$d/$x" ] && { echo "== $x"; head -n 40 "$d/$x"; }
     done
     if [ "$verdict" != PASS ]; then
@@ -175,6 +183,11 @@ scenario() { # MODE LAUNCH DELEGATE FLAGS BOMB_EXPECT KIND
   run-forkbomb) short=bomb args="$SUP run --max-processes 32 --timeout 4s $flags -- /usr/bin/python3 $G/e2e.py bomb $d $tok" ;;
   election-sigterm) short=election args="$SUP election --server local $flags room-$tok cand-$safe $d/worker" ;;
   judge-sees-survivors) short=control args="$d/worker" ;; # no supervisor: the daemon must be seen
+  limits-oom-run) short=oom-run args="$SUP run --json --memory-max 64M $flags -- $d/worker" ;;
+  limits-oom-election) short=oom-election args="$SUP election --server local --memory-max 64M $flags room-$tok cand-$safe $d/worker" ;;
+  limits-cpu) short=cpu args="$SUP run --json --cpu-max 0.25 --timeout 15s $flags -- $d/worker" ;;
+  limits-forkbomb-pids) short=bomb-pids args="$SUP run --json --max-processes 32 --timeout 4s $flags -- /usr/bin/python3 $G/e2e.py bomb $d $tok" ;;
+  limits-refused) short=refused args="/bin/bash $G/limits-refused.sh $d" ;;
   esac
   cat >"$d/params" <<EOF
 NAME=$name
@@ -195,15 +208,20 @@ EOF
   case $kind in
   run-daemon | judge-sees-survivors) worker_wrapper "$d" "$G/worker-daemon.sh" ;;
   election-sigterm) worker_wrapper "$d" "$G/worker-election.sh" ;;
+  limits-oom-*) worker_wrapper "$d" "$G/worker-oom.sh" ;;
+  limits-cpu) worker_wrapper "$d" "$G/worker-cpu.sh" ;;
+  limits-refused) worker_wrapper "$d" "$G/worker-daemon.sh" ;; # must never start
   esac
   chmod 0644 "$d/params"
   find /sys/fs/cgroup -type d >"$d/cgroups.before"
   local monpid=
-  if [ "$kind" = run-forkbomb ]; then
+  case $kind in
+  run-forkbomb | limits-forkbomb-pids | limits-cpu)
     echo "$tok" >"$d/token"
-    python3 "$G/e2e.py" monitor "$d" 2>>"$d/launch.err" &
+    python3 "$G/e2e.py" "$([ $kind = limits-cpu ] && echo cpumeter || echo monitor)" "$d" 2>>"$d/launch.err" &
     monpid=$!
-  fi
+    ;;
+  esac
   launch "$how" "$delegate" "$unit" "$d" >"$d/stdout" 2>"$d/stderr" </dev/null &
   lpid=$!
   if [ "$kind" = election-sigterm ]; then
@@ -252,6 +270,9 @@ for m in "${MODES[@]}"; do
     selected "$n" && echo "PLAN $n" >>"$R/results.txt"
   done
 done
+for l in "${LIMITS[@]}"; do
+  selected "${l/://}" && echo "PLAN ${l/://}" >>"$R/results.txt"
+done
 
 start_registrar
 REGPID=$!
@@ -268,6 +289,14 @@ for m in "${MODES[@]}"; do
     selected "$mode/$k" || continue
     out_of_time "$mode/$k" && continue
     scenario "$mode" "$how" "$delegate" "$flags" "$expect" "$k"
+  done
+done
+for l in "${LIMITS[@]}"; do
+  selected "${l/://}" || continue
+  out_of_time "${l/://}" && continue
+  for m in "${MODES[@]}"; do
+    IFS=: read -r mode how delegate flags expect <<<"$m"
+    [ "$mode" = "${l%%:*}" ] && scenario "$mode" "$how" "$delegate" "$flags" "$expect" "${l#*:}"
   done
 done
 kill "$REGPID" 2>/dev/null
