@@ -146,6 +146,13 @@ func PidInitMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "octostore-supervisor pid init: "+format+"\n", a...)
 		return ExitSoftware
 	}
+	// The init shares the worker's cgroup and its pids.max: a fork bomb
+	// there would leave it no thread to grow into, and the Go runtime aborts
+	// the process when clone fails (seen in the systemd VM under
+	// --max-processes 32: the namespace ended with exit 2). So it takes its
+	// threads now, before the worker exists, as the helpers do; they count
+	// against --max-processes.
+	reserveThreads()
 	// Nothing but 0-2 (and the start pipe, read and closed below) may reach
 	// the worker.
 	if err := adoptInherited(); err != nil {
