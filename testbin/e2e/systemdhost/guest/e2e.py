@@ -124,15 +124,20 @@ def bomb(d, _token):
         time.sleep(1000)
 
 
-def proc_has(pid, token, mark):
+def proc_marks(pid, token, mark, d):
+    """(worker's, marked): whether the process's argv has the token or its
+    environment the worker's E2E_DIR (set by the worker's wrapper, so only the
+    worker's tree has it); whether its environment has the scenario's mark
+    (the supervisor's and, inherited, the worker's)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            if token.encode() in f.read():
-                return True
+            argv = f.read()
         with open(f"/proc/{pid}/environ", "rb") as f:
-            return b"OCTO_E2E_MARK=" + mark.encode() + b"\0" in f.read() + b"\0"
+            env = b"\0" + f.read() + b"\0"
     except OSError:
-        return False
+        return False, False
+    worker = token.encode() in argv or b"\0E2E_DIR=" + d.encode() + b"\0" in env
+    return worker, b"\0OCTO_E2E_MARK=" + mark.encode() + b"\0" in env
 
 
 def pids():
@@ -253,15 +258,18 @@ def ours(pid):
 
 
 def survivors(d, p):
-    """Every process of the scenario still running: registered pids with
-    their start time, the worker's pidfile (kill -0), anything with its
-    marker or token, and any process of the supervisor's side."""
+    """Every process of the scenario still running, as {pid: (why, side)}
+    and one line each: registered pids with their start time, the worker's
+    pidfile (kill -0), anything with its marker or token, and any process of
+    the supervisor's side. side is "worker" for the worker's tree (registered,
+    in its pidfile, its token or E2E_DIR, not our executable), else
+    "supervisor"."""
     out = {}
     try:
         for line in open(os.path.join(d, "registered")):
             role, pid, st, _uid = line.split()
             if alive_same(pid, st):
-                out[int(pid)] = f"registered {role}"
+                out[int(pid)] = (f"registered {role}", "worker")
     except OSError:
         pass
     if p.get("PRIVATE_PIDS") != "1":  # else the worker wrote pids of its own namespace
@@ -272,7 +280,7 @@ def survivors(d, p):
                 continue
             st = starttime(w)
             if st and st[1] != "Z":
-                out.setdefault(int(w), "in the worker's pidfile")
+                out.setdefault(int(w), ("in the worker's pidfile", "worker"))
     me = os.getpid()
     for pid in pids():
         if pid == me or pid in out:
@@ -280,14 +288,16 @@ def survivors(d, p):
         st = starttime(pid)
         if not st or st[1] == "Z":
             continue
-        if proc_has(pid, p["TOKEN"], p["MARK"]):
-            out[pid] = "marked"
-            continue
         exe = ours(pid)
+        worker, marked = proc_marks(pid, p["TOKEN"], p["MARK"], d)
         if exe:
-            out[pid] = f"supervisor side, {exe}"
+            out[pid] = (f"supervisor side, {exe}", "supervisor")
+        elif worker:
+            out[pid] = ("the worker's token or E2E_DIR", "worker")
+        elif marked:
+            out[pid] = ("marked", "supervisor")
     desc = []
-    for pid, why in sorted(out.items()):
+    for pid, (why, _side) in sorted(out.items()):
         try:
             cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace").strip()
             cg = open(f"/proc/{pid}/cgroup").read().strip().split("::", 1)[-1]
@@ -488,17 +498,25 @@ def judge(d):
 
 
 def leftovers(d, p, wait=5.0):
-    """What the scenario left: processes and cgroups, after up to WAIT seconds."""
+    """What the scenario left once its supervisor had exited: a process of
+    the worker's tree at once (the supervisor proves that tree gone before
+    it exits), processes of the supervisor's side and cgroups if still there
+    after up to WAIT seconds (helpers may end just after it)."""
+    alive, desc = survivors(d, p)
+    bad = []
+    early = [line for (pid, (_why, side)), line in zip(sorted(alive.items()), desc) if side == "worker"]
+    if early:
+        bad.append(f"{len(early)} processes of the worker's tree outlived the supervisor: " + "; ".join(early[:6]))
     deadline = time.time() + wait
     while True:
-        alive, desc = survivors(d, p)
         leaks = cgroup_leaks(d)
         if (not alive and not leaks) or time.time() > deadline:
             break
         time.sleep(0.2)
-    bad = []
-    if alive:
-        bad.append(f"{len(alive)} processes survived: " + "; ".join(desc[:6]))
+        alive, desc = survivors(d, p)
+    late = [line for (pid, (_why, side)), line in zip(sorted(alive.items()), desc) if side == "supervisor"]
+    if late:
+        bad.append(f"{len(late)} processes of the supervisor's side still ran {wait:g}s later: " + "; ".join(late[:6]))
     if leaks:
         bad.append("cgroups left: " + ", ".join(leaks[:6]))
     return bad

@@ -17,8 +17,8 @@ cg=$(cut -d: -f3- /proc/self/cgroup)
 if [ -n "$DOCTOR" ] && [ ! -s "$DOCTOR" ]; then
   {
     echo "(in $NAME's mode: $cg, uid $(id -u))"
-    "$SUP" doctor 2>&1
-    echo "(doctor exited $?)"
+    timeout 30 "$SUP" doctor 2>&1
+    echo "(doctor exited $?; 124: timed out after 30 s)"
   } >"$DOCTOR.tmp"
   mv "$DOCTOR.tmp" "$DOCTOR"
 fi

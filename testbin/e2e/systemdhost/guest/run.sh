@@ -24,8 +24,8 @@ P=$1
 R=$2
 G=$P/guest
 SUP=/usr/local/bin/octostore-supervisor
-STOP_AT=350
-SCENARIO_TIMEOUT=90
+STOP_AT=380
+SCENARIO_TIMEOUT=60
 ONLY=
 [ ! -r "$P/config" ] || . "$P/config"
 mkdir -p "$R/logs" /tmp/octo-e2e/doctor
@@ -224,16 +224,18 @@ EOF
   esac
   launch "$how" "$delegate" "$unit" "$d" >"$d/stdout" 2>"$d/stderr" </dev/null &
   lpid=$!
+  # one deadline for the whole scenario; an election keeps 15 s of it for
+  # its teardown after the SIGTERM
+  local deadline=$((SECONDS + SCENARIO_TIMEOUT))
   if [ "$kind" = election-sigterm ]; then
-    local end=$((SECONDS + 60))
-    while [ $SECONDS -lt $end ] && kill -0 $lpid 2>/dev/null && [ ! -e "$d/worker-started" ]; do sleep 0.1; done
-    end=$((SECONDS + 10)) # leader is printed once the worker runs
-    while [ $SECONDS -lt $end ] && kill -0 $lpid 2>/dev/null && ! grep -q '"event":"leader"' "$d/stdout"; do sleep 0.1; done
+    while [ $SECONDS -lt $((deadline - 15)) ] && kill -0 $lpid 2>/dev/null && [ ! -e "$d/worker-started" ]; do sleep 0.1; done
+    # leader is printed once the worker runs
+    while [ $SECONDS -lt $((deadline - 15)) ] && kill -0 $lpid 2>/dev/null && ! grep -q '"event":"leader"' "$d/stdout"; do sleep 0.1; done
     if kill -0 $lpid 2>/dev/null && [ -s "$d/sup.pid" ]; then
       kill -TERM "$(cat "$d/sup.pid")" 2>>"$d/launch.err"
     fi
   fi
-  if wait_pid $lpid "$SCENARIO_TIMEOUT"; then
+  if wait_pid $lpid $((deadline - SECONDS)); then
     echo "$RC" >"$d/rc"
   else
     echo "timed out after ${SCENARIO_TIMEOUT}s" >>"$d/launch.err"
@@ -253,7 +255,7 @@ EOF
   [ -n "$verdict" ] || verdict="FAIL: the judge printed nothing"
   [ "$short" != control ] || rmdir /sys/fs/cgroup/run-1.1-2.2
   case $how in
-  svc) systemctl stop "$unit.service" 2>/dev/null; systemctl reset-failed "$unit.service" 2>/dev/null ;;
+  svc) timeout 30 systemctl stop "$unit.service" 2>/dev/null; timeout 10 systemctl reset-failed "$unit.service" 2>/dev/null ;;
   esac
   cp "/tmp/octo-e2e/doctor/$mode.txt" "$d/doctor.txt" 2>/dev/null
   log_scenario "$name" "$d" "$verdict"
@@ -276,6 +278,7 @@ done
 
 start_registrar
 REGPID=$!
+. "$G/watchdog.sh"
 say "scenarios start at uptime $(uptime_s)s; none starts after ${STOP_AT}s"
 # The harness's own control: a worker's setsid daemon with no supervisor
 # around it must be judged a survivor, and a planted run-* cgroup a leftover,

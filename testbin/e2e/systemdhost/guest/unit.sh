@@ -13,9 +13,9 @@ unit_step() { # NAME VERDICT: records one step, with the unit's state in its log
     echo "== events file ($EVFILE)"
     tail -n 20 "$EVFILE" 2>/dev/null
     echo "== systemctl status"
-    systemctl status --no-pager -l "$UNIT" 2>&1 | tail -n 30
+    timeout 10 systemctl status --no-pager -l "$UNIT" 2>&1 | tail -n 30
     echo "== journal"
-    journalctl -b --no-pager -u "$UNIT" 2>&1 | tail -n 60
+    timeout 10 journalctl -b --no-pager -u "$UNIT" 2>&1 | tail -n 60
     echo "== octostore-supervisor doctor, in a transient service with the unit's Delegate= and KillMode="
     cat "$UDIR/doctor.txt" 2>/dev/null
     for x in registered exits snapshot cleanup.err; do
@@ -66,13 +66,14 @@ unit_install() {
   printf '[Service]\nEnvironment=OCTO_E2E_MARK=octo-e2e-unit-%s\nExecStopPost=/bin/sh -c "echo $$EXIT_CODE $$EXIT_STATUS >>%s/exits"\n' \
     "$tok" "$UDIR" >"/etc/systemd/system/$UNIT.d/e2e.conf"
   EVFILE=$(sed -n 's/^StandardOutput=append://p' "/etc/systemd/system/$UNIT")
-  systemctl daemon-reload
+  timeout 30 systemctl daemon-reload
   # doctor's view from a unit like it (a transient service with the unit's
   # Delegate= and KillMode=), not from the unit itself, which must hold
   # nothing but the supervisor
-  systemd-run --quiet --wait --pipe --collect --service-type=exec \
-    -p Delegate="$(systemctl show -P Delegate "$UNIT")" -p KillMode="$(systemctl show -P KillMode "$UNIT")" \
+  timeout 40 systemd-run --quiet --wait --pipe --collect --service-type=exec -p RuntimeMaxSec=30 \
+    -p Delegate="$(timeout 10 systemctl show -P Delegate "$UNIT")" -p KillMode="$(timeout 10 systemctl show -P KillMode "$UNIT")" \
     "$SUP" doctor >"$UDIR/doctor.txt" 2>&1 </dev/null
+  echo "(doctor exited $?)" >>"$UDIR/doctor.txt"
 }
 
 unit_scenarios() {
@@ -104,7 +105,7 @@ unit_start_stop() {
   if unit_wait_lead 30; then
     unit_step unit/start-leads PASS
   else
-    unit_step unit/start-leads "FAIL: no worker and leader line within 30s (unit $(systemctl is-active "$UNIT")); last stdout line: $(tail -n 1 "$EVFILE" 2>/dev/null | cut -c1-300)"
+    unit_step unit/start-leads "FAIL: no worker and leader line within 30s (unit $(timeout 10 systemctl is-active "$UNIT")); last stdout line: $(tail -n 1 "$EVFILE" 2>/dev/null | cut -c1-300)"
   fi
 
   lines=$(wc -l <"$EVFILE" 2>/dev/null || echo 0)
@@ -123,12 +124,12 @@ unit_kill_main() {
   rm -f "$UDIR/worker-started" "$UDIR/daemon.registered" "$UDIR/worker.registered"
   timeout 30 systemctl start "$UNIT"
   if ! unit_wait_lead 30; then
-    unit_step unit/kill-main-leaves-nothing "FAIL: the unit did not lead within 30s, nothing to kill (unit $(systemctl is-active "$UNIT"))"
+    unit_step unit/kill-main-leaves-nothing "FAIL: the unit did not lead within 30s, nothing to kill (unit $(timeout 10 systemctl is-active "$UNIT"))"
     timeout 30 systemctl stop "$UNIT"
     return
   fi
   python3 "$G/e2e.py" snapshot "$UDIR" >"$UDIR/snapshot"
-  systemctl kill -s KILL --kill-whom=main "$UNIT"
+  timeout 30 systemctl kill -s KILL --kill-whom=main "$UNIT"
   v=$(python3 "$G/e2e.py" gone "$UDIR/snapshot" 20)
   timeout 30 systemctl stop "$UNIT" # a restart may be pending, or running
   left=$(python3 "$G/e2e.py" leftovers "$UDIR")
