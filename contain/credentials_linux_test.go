@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/octostore-supervisor/supervisor/internal/etcdtest"
+	"github.com/octostore-supervisor/supervisor/internal/proctest"
 )
 
 // Issue 32, finding 5: credentials never go over cleartext TCP, loopback
@@ -45,6 +46,21 @@ func withEtcdAuth(t *testing.T, c *etcdtest.Cluster) (string, *clientv3.Client) 
 	auth, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), Username: "root", Password: etcdPassword, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	require.NoError(t, err)
 	t.Cleanup(func() { auth.Close() })
+	// Each member applies the new user and the enabled auth when raft hands
+	// them over, a moment after the leader: until then a hold that asks that
+	// member is refused (authentication_failed, seen under make test's load).
+	// A serializable read, answered by the member alone, shows it applied them.
+	for _, ep := range c.Endpoints() {
+		one, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, Username: "root", Password: etcdPassword, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		require.NoError(t, err)
+		proctest.WaitFor(t, 10*time.Second, "member "+ep+" to authenticate root", func() bool {
+			rctx, rcancel := context.WithTimeout(ctx, time.Second)
+			defer rcancel()
+			_, err := one.Get(rctx, "probe", clientv3.WithSerializable())
+			return err == nil
+		})
+		one.Close()
+	}
 	creds := filepath.Join(t.TempDir(), "creds")
 	require.NoError(t, os.WriteFile(creds, []byte("root:"+etcdPassword+"\n"), 0o600))
 	return creds, auth
