@@ -454,7 +454,9 @@ def judge_kind(p, d, rc):
             bad.append(f"exit {rc}, want 143 or 137 (the bomb ended by --timeout 4s); stderr: {stderr_tail(d)}")
         if seen > 32:
             bad.append(f"the pids limit did not hold: {seen} bomb processes at once (--max-processes 32)")
-        if seen < 16:
+        # the bomb must have run: under --private-pids the namespace's init
+        # and its threads share the worker's pids.max (about 15 of 32 left)
+        if seen < 8:
             bad.append(f"the bomb never grew (at most {seen} processes seen)")
         if not os.path.exists(os.path.join(d, "bomb.eagain")):
             bad.append("no fork of the bomb was refused: nothing stopped it")
