@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -44,7 +45,7 @@ func claimWorkerUser(u *WorkerUser) error {
 		return fmt.Errorf("claim the worker user %s: open %s/%s: %w", u.Name, path, name, err)
 	}
 	f := os.NewFile(uintptr(fd), path+"/"+name)
-	ok, err := platform.TryLockFile(f, !u.Share)
+	ok, err := tryLockAWhile(f, !u.Share)
 	if err != nil || !ok {
 		f.Close()
 	}
@@ -58,6 +59,23 @@ func claimWorkerUser(u *WorkerUser) error {
 	}
 	u.claim = f
 	return nil
+}
+
+// claimGrace is how long a claim waits for a run that just ended: its
+// guardian lets go of the user as it exits, a moment after its supervisor,
+// and a CI job's next step started at once must not be refused for that.
+const claimGrace = 2 * time.Second
+
+// tryLockAWhile is platform.TryLockFile, tried again for claimGrace.
+func tryLockAWhile(f *os.File, exclusive bool) (bool, error) {
+	deadline := time.Now().Add(claimGrace)
+	for {
+		ok, err := platform.TryLockFile(f, exclusive)
+		if ok || err != nil || time.Now().After(deadline) {
+			return ok, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // kept is what the guardian keeps open for the run's whole life beside the
