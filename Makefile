@@ -113,12 +113,14 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzStreamNext -fuzztime 30s ./events/
 
 # The Linux teardown table, the etcd authority's table (a local three-member
-# cluster of the pinned 3.6), then the job-teardown table under Wine
-# (bench-windows, also a target of its own).
+# cluster of the pinned 3.6), the systemd VM's gate and teardown (indicative:
+# software emulation), then the job-teardown table under Wine (bench-windows,
+# also a target of its own).
 bench: etcd36
 	$(GO) test -run '^$$' -bench BenchmarkRenewedLine -benchtime 20000x ./events/
 	$(GO) test -run '^$$' -bench BenchmarkTable -benchtime 1x -timeout 20m ./contain/
 	$(GO) test -run '^$$' -bench BenchmarkEtcdTable -benchtime 1x -timeout 20m ./contain/
+	$(GO) test -run '^$$' -bench BenchmarkSystemdVM -benchtime 1x -timeout 20m ./testbin/e2e/systemdhost/
 	$(MAKE) bench-windows
 
 # Windows tests run for real under Wine 8 (Debian wine64), in the project's

@@ -159,7 +159,7 @@ func build(ctx context.Context, root, final, kernel, initrd string, logf func(st
 	lf.Close()
 	if err != nil {
 		return fmt.Errorf("building the VM image (mirror %s from apt's configuration) failed: %w; last lines of %s:\n%s",
-			src.URI, err, logFile, tail(logFile, 30))
+			src.URI, err, logFile, Tail(logFile, 30))
 	}
 	for from, to := range map[string]string{kernel: "vmlinuz", initrd: "initrd.img"} {
 		if err := copyFile(from, filepath.Join(out, to), 0o644); err != nil {
@@ -280,8 +280,8 @@ func copyFile(from, to string, mode os.FileMode) error {
 	return out.Close()
 }
 
-// tail returns the last n lines of a file, for error messages.
-func tail(path string, n int) string {
+// Tail returns the last n lines of a file, for error messages.
+func Tail(path string, n int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "(" + err.Error() + ")"

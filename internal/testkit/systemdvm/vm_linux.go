@@ -23,7 +23,7 @@ type Boot struct {
 }
 
 // ConsoleTail returns the console log's last n lines, for failure messages.
-func (b *Boot) ConsoleTail(n int) string { return tail(b.Console, n) }
+func (b *Boot) ConsoleTail(n int) string { return Tail(b.Console, n) }
 
 // Run boots the image with payloadDir on the payload disk, waits for the VM
 // to power off (at most limit, then SIGKILL), proves qemu gone and copies

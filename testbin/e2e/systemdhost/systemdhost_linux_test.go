@@ -78,7 +78,7 @@ func TestSystemdHost(t *testing.T) {
 	require.NoError(t, err)
 }
 
-func repoRoot(t *testing.T) string {
+func repoRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	require.NoError(t, err)
@@ -94,7 +94,7 @@ func repoRoot(t *testing.T) string {
 
 // buildBinaries builds bin/octostore-supervisor and bin/octostore exactly as
 // users get them: make build (the supervisor with its appended images).
-func buildBinaries(t *testing.T, bin string) {
+func buildBinaries(t testing.TB, bin string) {
 	t.Helper()
 	start := time.Now()
 	out, err := exec.Command("make", "-C", repoRoot(t), "build", "BIN="+bin).CombinedOutput()
@@ -124,7 +124,7 @@ func writePayload(t *testing.T, payload string) {
 
 // copyDir copies a flat directory; scripts keep working whatever the
 // checkout did to their modes (.sh and .py are made executable).
-func copyDir(t *testing.T, from, to string) {
+func copyDir(t testing.TB, from, to string) {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(to, 0o755))
 	entries, err := os.ReadDir(from)
@@ -155,7 +155,7 @@ type verdict struct {
 
 // reportScenarios turns results.txt into one subtest per planned scenario.
 func reportScenarios(t *testing.T, boot *systemdvm.Boot) {
-	runOut := readTail(filepath.Join(boot.Results, "run.out"), 30)
+	runOut := systemdvm.Tail(filepath.Join(boot.Results, "run.out"), 30)
 	f, err := os.Open(filepath.Join(boot.Results, "results.txt"))
 	require.NoError(t, err, "the VM wrote no results.txt; run.out:\n%s\nconsole:\n%s", runOut, boot.ConsoleTail(40))
 	defer f.Close()
@@ -188,24 +188,12 @@ func reportScenarios(t *testing.T, boot *systemdvm.Boot) {
 		fmt.Fprintf(&summary, "  %-48s %s\n", name, status)
 		t.Run(name, func(t *testing.T) {
 			require.True(t, ok, "no result: the VM's run ended before this scenario; run.out:\n%s\nconsole:\n%s\nwatchdog (processes when the VM was about to be killed):\n%s",
-				runOut, boot.ConsoleTail(30), readTail(filepath.Join(boot.Results, "watchdog.txt"), 80))
+				runOut, boot.ConsoleTail(30), systemdvm.Tail(filepath.Join(boot.Results, "watchdog.txt"), 80))
 			if !v.pass {
-				log := readTail(filepath.Join(boot.Results, "logs", strings.ReplaceAll(name, "/", "--")+".log"), 200)
+				log := systemdvm.Tail(filepath.Join(boot.Results, "logs", strings.ReplaceAll(name, "/", "--")+".log"), 200)
 				t.Fatalf("%s\n---- the scenario's log (inside the VM) ----\n%s", v.reason, log)
 			}
 		})
 	}
 	t.Logf("scenarios:\n%s", summary.String())
-}
-
-func readTail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "(" + err.Error() + ")"
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
