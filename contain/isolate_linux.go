@@ -141,17 +141,17 @@ const pidWaitArg = "--wait"
 // every orphan, and exits with PROGRAM's status (128+signal when it
 // was killed) as soon as PROGRAM ends; the kernel then kills whatever else
 // is left in the namespace.
+//
+// It takes its threads first, before the worker exists, as the helpers do:
+// it shares the worker's cgroup and pids.max, a fork bomb there would leave
+// it no thread to grow into, and the Go runtime aborts when clone fails
+// (seen in the systemd VM under --max-processes 32: the namespace ended with
+// exit 2). They count against --max-processes.
 func PidInitMain(args []string) int {
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(os.Stderr, "octostore-supervisor pid init: "+format+"\n", a...)
 		return ExitSoftware
 	}
-	// The init shares the worker's cgroup and its pids.max: a fork bomb
-	// there would leave it no thread to grow into, and the Go runtime aborts
-	// the process when clone fails (seen in the systemd VM under
-	// --max-processes 32: the namespace ended with exit 2). So it takes its
-	// threads now, before the worker exists, as the helpers do; they count
-	// against --max-processes.
 	reserveThreads()
 	// Nothing but 0-2 (and the start pipe, read and closed below) may reach
 	// the worker.
