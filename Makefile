@@ -11,7 +11,7 @@ TAGS    := urfave_cli_no_docs
 BIN     := bin
 CROSS   := linux/amd64 linux/arm64 darwin/arm64 darwin/amd64 windows/amd64
 
-.PHONY: all build test test-beside-etcd test-default test-contain-etcd test-process-group cross fuzz bench example demo demo-cluster vet clean test-windows bench-windows windows-bins etcd36 test-systemd-vm
+.PHONY: all build check test test-beside-etcd test-default test-contain-etcd test-process-group cross fuzz bench example demo demo-cluster vet clean test-windows bench-windows windows-bins etcd36 test-systemd-vm
 
 all: build
 
@@ -42,6 +42,15 @@ vet:
 	$(GO) vet ./...
 	$(GO) run ./internal/tools/funclen -fail-under '$(FUNCLEN_FAIL_UNDER)' ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# The contributors' loop while changing code: vet (with the 80-line rule and
+# gofmt), then the tests of the packages that need no root, no VM, no Wine and
+# no etcd. make test is the whole proof, as CI runs it.
+CHECK_PKGS := ./events/ ./hold/ ./hold/local/ ./internal/holdcli/ ./internal/helperimage/ \
+	./internal/pidfile/ ./internal/procid/ ./internal/testkit/systemdvm/
+
+check: vet
+	$(GO) test -count=1 $(CHECK_PKGS)
 
 # The integration tests run real processes (some as the unprivileged user
 # nobody, some inside a pids cgroup), so they want root, as CI has.
