@@ -10,7 +10,7 @@ import (
 
 // Under Wine 8 neither --memory-max nor --cpu-max can be enforced (its jobs
 // keep no memory limit and have no CPU rate control; platform's
-// TestJobMemoryLimitRefusedUnderWine and TestJobCPURateRefusedUnderWine show
+// TestJobMemoryLimitRefusedUnderWine and TestJobLimitsRefusedUnderWine show
 // it), so both exit 64 before the hold starts, saying why (issue 33).
 func TestLimitsRefusedUnderWine(t *testing.T) {
 	if _, ok := wine(); !ok {

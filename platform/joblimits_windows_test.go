@@ -90,7 +90,7 @@ func TestJobMemoryLimitRefusedUnderWine(t *testing.T) {
 // A hard-capped CPU rate is set and reads back as set.
 func TestJobCPURate(t *testing.T) {
 	if v, wine := WineVersion(); wine {
-		t.Skipf("Wine %s implements no job CPU rate control; TestJobCPURateRefusedUnderWine covers it", v)
+		t.Skipf("Wine %s implements no job CPU rate control; TestJobLimitsRefusedUnderWine covers it", v)
 	}
 	j := newJob(t, JobLimits{CPURate: 2500})
 	var back jobObjectCPURateControlInformation
@@ -99,15 +99,27 @@ func TestJobCPURate(t *testing.T) {
 	require.Equal(t, jobObjectCPURateControlInformation{ControlFlags: jobObjectCPURateControlEnable | jobObjectCPURateControlHardCap, CPURate: 2500}, back)
 }
 
-// Wine 8 refuses the CPU rate control information class, so no job there
-// has a CPU limit and NewJob says so (--cpu-max exits 64).
-func TestJobCPURateRefusedUnderWine(t *testing.T) {
+// Wine 8 keeps no active-process limit and refuses the CPU rate control
+// information class, so no job there has either, and NewJob says so
+// (--max-processes exits 70 there, --cpu-max 64).
+func TestJobLimitsRefusedUnderWine(t *testing.T) {
 	if _, wine := WineVersion(); !wine {
-		t.Skip("only Wine lacks CPU rate control; TestJobCPURate covers Windows")
+		t.Skip("only Wine lacks these limits; TestMaxProcesses and TestJobCPURate cover Windows")
 	}
-	_, err := NewJob(JobLimits{CPURate: 2500})
-	require.ErrorIs(t, err, ErrJobLimits)
-	require.ErrorContains(t, err, "Wine implements no job CPU rate control")
+	for _, c := range []struct {
+		name   string
+		limits JobLimits
+		says   string
+	}{
+		{"active processes", JobLimits{MaxProcesses: 2}, "Wine keeps no active-process limit"},
+		{"CPU rate", JobLimits{CPURate: 2500}, "Wine implements no job CPU rate control"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := NewJob(c.limits)
+			require.ErrorIs(t, err, ErrJobLimits)
+			require.ErrorContains(t, err, c.says)
+		})
+	}
 }
 
 // The job's limit notifications are recorded from its completion port,
