@@ -46,8 +46,8 @@ vet:
 # The contributors' loop while changing code: vet (with the 80-line rule and
 # gofmt), then the tests of the packages that need no root, no VM, no Wine and
 # no etcd. make test is the whole proof, as CI runs it.
-CHECK_PKGS := ./events/ ./hold/ ./hold/local/ ./internal/holdcli/ ./internal/helperimage/ \
-	./internal/pidfile/ ./internal/procid/ ./internal/testkit/systemdvm/
+CHECK_PKGS := ./events/ ./hold/ ./hold/local/ ./cmd/internal/holdcli/ ./internal/helperimage/ \
+	./internal/testkit/pidfile/ ./platform/procid/ ./internal/testkit/systemdvm/
 
 check: vet
 	$(GO) test -count=1 $(CHECK_PKGS)
@@ -94,7 +94,7 @@ test-systemd-vm:
 	$(GO) test -count=1 -timeout 30m -v -run '^TestSystemdHost$$' ./testbin/e2e/systemdhost/
 
 # The pinned etcd 3.6 server the etcd tests run against besides Debian's
-# etcd (internal/etcdtest). It is a module of its own (.ci/etcd36), which keeps
+# etcd (internal/testkit/etcdtest). It is a module of its own (.ci/etcd36), which keeps
 # the server's dependencies out of ours; `go install ...@version` cannot build
 # it because of the server module's replace directives. Rebuilt only when
 # missing or older than its module files; the first build fetches from the
@@ -139,8 +139,8 @@ bench: etcd36
 # bin/windows through OCTOSTORE_WIN_BIN, a Windows path (Wine passes the
 # environment through and maps / to Z:). Missing wine64 or mingw is an
 # error, never a skip.
-WINDOWS_TEST_PKGS ?= ./events/ ./platform/ ./internal/pidfile/ ./testbin/escaper/ ./testbin/fakehold/ ./contain/ \
-	./hold/ ./hold/local/ ./internal/holdcli/ ./cmd/octostore/
+WINDOWS_TEST_PKGS ?= ./events/ ./platform/ ./internal/testkit/pidfile/ ./testbin/escaper/ ./testbin/fakehold/ ./contain/ \
+	./hold/ ./hold/local/ ./cmd/internal/holdcli/ ./cmd/octostore/
 WINBIN := $(CURDIR)/$(BIN)/windows
 WINE_EXEC := $(CURDIR)/.ci/wine/exec
 

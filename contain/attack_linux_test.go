@@ -18,8 +18,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/octostore-supervisor/supervisor/internal/fencelog"
-	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/fencelog"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
@@ -325,7 +325,7 @@ func thawStopped(t *testing.T, except ...int) {
 	}
 }
 
-// readFence reads the fenced log's well-formed lines (internal/fencelog).
+// readFence reads the fenced log's well-formed lines (internal/testkit/fencelog).
 func readFence(path string) []fencelog.Entry {
 	out, _ := fencelog.Read(path)
 	return out

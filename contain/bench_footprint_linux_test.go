@@ -18,7 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/octostore-supervisor/supervisor/contain"
-	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 

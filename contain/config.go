@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/octostore-supervisor/supervisor/events"
-	"github.com/octostore-supervisor/supervisor/internal/survivor"
+	"github.com/octostore-supervisor/supervisor/platform/survivor"
 )
 
 // Exit codes of the supervisor (README "Exit codes").

@@ -17,8 +17,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/octostore-supervisor/supervisor/internal/etcdtest"
-	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/etcdtest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
 )
 
 // Issue 32, finding 5: credentials never go over cleartext TCP, loopback

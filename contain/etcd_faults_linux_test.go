@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/octostore-supervisor/supervisor/internal/etcdtest"
-	"github.com/octostore-supervisor/supervisor/internal/fencelog"
-	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/etcdtest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/fencelog"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 

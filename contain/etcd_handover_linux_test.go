@@ -18,9 +18,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/octostore-supervisor/supervisor/internal/etcdtest"
-	"github.com/octostore-supervisor/supervisor/internal/fencelog"
-	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/etcdtest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/fencelog"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 

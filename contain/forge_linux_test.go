@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
 )
 
 // forgedLeader and forgedRenewed are well-formed hold lines a hostile process

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/octostore-supervisor/supervisor/internal/procid"
-	"github.com/octostore-supervisor/supervisor/internal/survivor"
 	"github.com/octostore-supervisor/supervisor/platform"
+	"github.com/octostore-supervisor/supervisor/platform/procid"
+	"github.com/octostore-supervisor/supervisor/platform/survivor"
 )
 
 // Why a worker may not start yet on this host (said once each on stderr).

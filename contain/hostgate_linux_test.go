@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/octostore-supervisor/supervisor/contain"
-	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
 )
 
 // Issue 10 items 3 and 4: the per-host gate in front of every worker start.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
 )
 
 // killAllUID runs the kill(-1) case: a uid no account uses, so that a kill(-1)

@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/octostore-supervisor/supervisor/internal/survivor"
 	"github.com/octostore-supervisor/supervisor/platform"
+	"github.com/octostore-supervisor/supervisor/platform/survivor"
 )
 
 // SuperviseArg is the hidden argv[1] of a supervisor that continues its run

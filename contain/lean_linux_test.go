@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/octostore-supervisor/supervisor/internal/procid"
-	"github.com/octostore-supervisor/supervisor/internal/survivor"
+	"github.com/octostore-supervisor/supervisor/platform/procid"
+	"github.com/octostore-supervisor/supervisor/platform/survivor"
 )
 
 // The survivor record as the lean supervisor keeps it, in the state

@@ -20,7 +20,7 @@ import (
 
 	"github.com/octostore-supervisor/supervisor/hold"
 	"github.com/octostore-supervisor/supervisor/hold/local"
-	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
 )
 
 // Issue 6 on Windows: the host-local authority through the embedded hold of

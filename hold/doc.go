@@ -45,7 +45,7 @@
 // variables itself: callers pass values (or a LookupEnv) so tests are
 // hermetic.
 //
-// The exported API serves this module's authorities, CLI (internal/holdcli)
+// The exported API serves this module's authorities, CLI (cmd/internal/holdcli)
 // and supervisor (cmd/octostore-supervisor); it is internal to this module,
 // with no compatibility promise.
 package hold

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/octostore-supervisor/supervisor/events"
-	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
 )
 
 var authorityBin string

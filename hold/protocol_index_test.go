@@ -4,7 +4,7 @@ package hold
 // closed stdout, is left to the supervisor's deadline), every row of
 // docs/protocol.md "Exit codes" and every hold scenario (L1–L18) of
 // docs/protocol.md "Hold scenarios", mapped to the tests that pin it. Tests are
-// in hold/ unless marked (holdcli) = internal/holdcli, the octostore command
+// in hold/ unless marked (holdcli) = cmd/internal/holdcli, the octostore command
 // line, whose tests run the built binary. "Every run" means the finish()
 // helpers of election_test.go / lock_test.go, which validate each printed
 // line with the supervisor's own events.Stream (no waiting after authority,
@@ -118,7 +118,7 @@ import (
 )
 
 // TestCoverageIndexNamesExistingTests: every test the index above cites
-// exists (in hold/ or, marked (holdcli), in internal/holdcli/), so the index cannot
+// exists (in hold/ or, marked (holdcli), in cmd/internal/holdcli/), so the index cannot
 // silently point at a renamed or deleted test.
 func TestCoverageIndexNamesExistingTests(t *testing.T) {
 	self, err := os.ReadFile("protocol_index_test.go")

@@ -14,7 +14,7 @@ import (
 // Signal shutdown of the hold state machines (docs/protocol.md "Election hold",
 // "Lock hold", "Signals", "Exit codes" rows 130/143, "Easy to miss" item 12),
 // driven through Run's signal channel. The same paths with real signals
-// delivered to the built binary are in internal/holdcli/signal_linux_test.go.
+// delivered to the built binary are in cmd/internal/holdcli/signal_linux_test.go.
 
 var holdSignals = []struct {
 	name string

@@ -3,7 +3,7 @@ package hold
 import (
 	"testing"
 
-	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
 )
 
 // tempDir is the test directory every test of this package uses (Wine-safe).

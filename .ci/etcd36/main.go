@@ -1,5 +1,5 @@
 // Command etcd is the pinned etcd 3.6 server the etcd tests also run against
-// (see internal/etcdtest). It lives in a module of its own so that the
+// (see internal/testkit/etcdtest). It lives in a module of its own so that the
 // server's dependencies stay out of the project's go.mod; `make etcd36`
 // builds it to bin/etcd-3.6.
 package main

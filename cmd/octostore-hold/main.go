@@ -10,8 +10,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/octostore-supervisor/supervisor/cmd/internal/holdroot"
 	"github.com/octostore-supervisor/supervisor/contain"
-	"github.com/octostore-supervisor/supervisor/internal/holdroot"
 )
 
 // version is stamped by the Makefile, the supervisor's own.

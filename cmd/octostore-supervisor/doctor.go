@@ -10,10 +10,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/octostore-supervisor/supervisor/cmd/internal/holdcli"
 	"github.com/octostore-supervisor/supervisor/contain"
 	"github.com/octostore-supervisor/supervisor/hold"
 	"github.com/octostore-supervisor/supervisor/hold/etcd"
-	"github.com/octostore-supervisor/supervisor/internal/holdcli"
 )
 
 func doctorCommand(env []string, stdout io.Writer) *cli.Command {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/octostore-supervisor/supervisor/internal/etcdtest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/etcdtest"
 )
 
 // doctor --server etcd://… reports each member (reachable, version, leader,

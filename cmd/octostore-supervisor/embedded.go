@@ -10,12 +10,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/octostore-supervisor/supervisor/cmd/internal/holdcli"
 	"github.com/octostore-supervisor/supervisor/contain"
 	"github.com/octostore-supervisor/supervisor/hold"
 	"github.com/octostore-supervisor/supervisor/hold/etcd"
 	"github.com/octostore-supervisor/supervisor/hold/local"
-	"github.com/octostore-supervisor/supervisor/internal/holdcli"
-	"github.com/octostore-supervisor/supervisor/internal/survivor"
+	"github.com/octostore-supervisor/supervisor/platform/survivor"
 )
 
 // HoldArg is the hidden argv[1] that makes this binary run the octostore hold

@@ -11,11 +11,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/octostore-supervisor/supervisor/cmd/internal/cliorder"
+	"github.com/octostore-supervisor/supervisor/cmd/internal/holdcli"
+	"github.com/octostore-supervisor/supervisor/cmd/internal/holdroot"
 	"github.com/octostore-supervisor/supervisor/contain"
 	"github.com/octostore-supervisor/supervisor/hold"
-	"github.com/octostore-supervisor/supervisor/internal/cliorder"
-	"github.com/octostore-supervisor/supervisor/internal/holdcli"
-	"github.com/octostore-supervisor/supervisor/internal/holdroot"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 

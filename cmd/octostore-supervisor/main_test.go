@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
+	"github.com/octostore-supervisor/supervisor/cmd/internal/holdcli"
 	"github.com/octostore-supervisor/supervisor/contain"
-	"github.com/octostore-supervisor/supervisor/internal/holdcli"
 )
 
 // TestMain lets doctor, run in-process by a test, re-execute this test binary

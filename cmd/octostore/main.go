@@ -1,7 +1,7 @@
 // Command octostore is the OctoStore hold client: `election create|hold|status|watch`
 // and `lock hold|status|watch`, against a hosted or self-hosted OctoStore server
 // or the host-local authority (--server local). The command line lives in
-// internal/holdcli, so octostore-supervisor can run the same client as its
+// cmd/internal/holdcli, so octostore-supervisor can run the same client as its
 // embedded hold.
 //
 // A command, not a library: its flags, output and exit codes (README.md,
@@ -11,7 +11,7 @@ package main
 import (
 	"os"
 
-	"github.com/octostore-supervisor/supervisor/internal/holdcli"
+	"github.com/octostore-supervisor/supervisor/cmd/internal/holdcli"
 )
 
 // version is stamped by the Makefile (-ldflags "-X main.version=...").

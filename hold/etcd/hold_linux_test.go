@@ -13,8 +13,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/octostore-supervisor/supervisor/hold"
-	"github.com/octostore-supervisor/supervisor/internal/etcdtest"
-	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/etcdtest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
 )
 
 // Invariant 1 and 7: the term is the holder key's create revision, constant

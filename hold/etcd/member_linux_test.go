@@ -15,11 +15,11 @@ import (
 
 	"github.com/octostore-supervisor/supervisor/events"
 	"github.com/octostore-supervisor/supervisor/hold"
-	"github.com/octostore-supervisor/supervisor/internal/etcdtest"
-	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/etcdtest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
 )
 
-// cluster is internal/etcdtest's three-member cluster with this package's
+// cluster is internal/testkit/etcdtest's three-member cluster with this package's
 // helpers.
 type cluster struct{ *etcdtest.Cluster }
 

@@ -15,8 +15,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/octostore-supervisor/supervisor/hold"
-	"github.com/octostore-supervisor/supervisor/internal/etcdtest"
-	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/etcdtest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
 )
 
 // skewClock is a holder clock against real time (and so against the etcd

@@ -47,7 +47,7 @@
 //	supervised/<key>.active      interlocks and survivor records of the
 //	supervised/<key>.survivors   supervisor (private directories only)
 //
-// The exported API serves this module's CLI (internal/holdcli) and
+// The exported API serves this module's CLI (cmd/internal/holdcli) and
 // supervisor (cmd/octostore-supervisor); it is not meant for use outside the
 // module: no compatibility promise.
 package local

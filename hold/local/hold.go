@@ -9,7 +9,7 @@ import (
 
 	"github.com/octostore-supervisor/supervisor/events"
 	"github.com/octostore-supervisor/supervisor/hold"
-	"github.com/octostore-supervisor/supervisor/internal/procid"
+	"github.com/octostore-supervisor/supervisor/platform/procid"
 )
 
 // Hold runs one election or lock hold (hold.Authority). It campaigns by

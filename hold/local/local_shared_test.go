@@ -22,7 +22,7 @@ import (
 
 	"github.com/octostore-supervisor/supervisor/events"
 	"github.com/octostore-supervisor/supervisor/hold"
-	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 

@@ -15,9 +15,9 @@ import (
 
 	"github.com/octostore-supervisor/supervisor/events"
 	"github.com/octostore-supervisor/supervisor/hold"
-	"github.com/octostore-supervisor/supervisor/internal/procid"
-	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
 	"github.com/octostore-supervisor/supervisor/platform"
+	"github.com/octostore-supervisor/supervisor/platform/procid"
 )
 
 // The unix side of the local authority's tests; the tests every OS shares

@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/octostore-supervisor/supervisor/hold"
-	"github.com/octostore-supervisor/supervisor/internal/procid"
 	"github.com/octostore-supervisor/supervisor/platform"
+	"github.com/octostore-supervisor/supervisor/platform/procid"
 )
 
 // privateServer is the --server value that selects the per-user default

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/octostore-supervisor/supervisor/hold"
-	"github.com/octostore-supervisor/supervisor/internal/survivor"
+	"github.com/octostore-supervisor/supervisor/platform/survivor"
 )
 
 // What octostore-supervisor keeps on this host per authority and name, in

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/octostore-supervisor/supervisor/hold"
-	"github.com/octostore-supervisor/supervisor/internal/procid"
+	"github.com/octostore-supervisor/supervisor/platform/procid"
 )
 
 // The survivor record through the store (survivor.Dir): none at first, then

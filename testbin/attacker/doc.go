@@ -12,7 +12,7 @@
 //	                 side attacks below
 //	ATTACKER_FENCE   the fenced log (required): every worker appends its
 //	                 fencing term ($OCTOSTORE_FENCING_TERM) there through
-//	                 internal/fencelog, which, under an exclusive flock of the file,
+//	                 internal/testkit/fencelog, which, under an exclusive flock of the file,
 //	                 rejects a term lower than the highest one accepted so
 //	                 far, as a fenced store would. One line per write:
 //	                 "ok|reject WHAT TERM BOOTTIME_NS PID ROLE", WHAT being

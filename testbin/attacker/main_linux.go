@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/octostore-supervisor/supervisor/internal/fencelog"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/fencelog"
 )
 
 const (

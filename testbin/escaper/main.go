@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/octostore-supervisor/supervisor/internal/pidfile"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/pidfile"
 )
 
 const usage = `usage: escaper [flags]   (no arguments: flags from $ESCAPER_ARGS, split on spaces)
@@ -772,7 +772,7 @@ func appendLine(path, s string) error {
 }
 
 // writePidLine appends this process's "PID START ROLE" line (see
-// internal/pidfile).
+// internal/testkit/pidfile).
 func writePidLine(path, role string) error {
 	l, err := pidfile.Line(role)
 	if err != nil {

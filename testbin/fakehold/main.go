@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/octostore-supervisor/supervisor/internal/pidfile"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/pidfile"
 )
 
 const usage = `usage: fakehold [flags] STEP...
@@ -351,7 +351,7 @@ func (h *hold) onSignal(code int) {
 	os.Exit(code)
 }
 
-// appendPidLine records "PID START" (see internal/pidfile) with a single
+// appendPidLine records "PID START" (see internal/testkit/pidfile) with a single
 // O_APPEND write so that concurrent writers (the hold and its descendant) never
 // interleave, and the start time lets a test refuse to signal a recycled pid.
 func appendPidLine(path string) error {

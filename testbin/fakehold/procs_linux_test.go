@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
 )
 
 // fakehold is the program under test, built once by TestMain.

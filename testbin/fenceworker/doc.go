@@ -1,5 +1,5 @@
 // Command fenceworker is a cooperative protected worker for the safety tests
-// of the authorities: it writes to a fenced log (internal/fencelog) every
+// of the authorities: it writes to a fenced log (internal/testkit/fencelog) every
 // 10 ms for as long as it runs, so that the log shows when each holder's
 // worker was working, and the log's store, which rejects terms lower than the
 // highest it accepted, shows whether two ever worked at once.

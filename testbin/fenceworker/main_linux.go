@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/octostore-supervisor/supervisor/internal/fencelog"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/fencelog"
 )
 
 const (

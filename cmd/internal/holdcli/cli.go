@@ -13,8 +13,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/octostore-supervisor/supervisor/cmd/internal/cliorder"
 	"github.com/octostore-supervisor/supervisor/hold"
-	"github.com/octostore-supervisor/supervisor/internal/cliorder"
 )
 
 // Streams are the standard streams a command runs with; Stdin is where

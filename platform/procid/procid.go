@@ -4,8 +4,8 @@
 // that outlive the processes they name (the local authority's holder record,
 // the supervisor's survivor record).
 //
-// Internal to this module (Go refuses the import elsewhere); no compatibility
-// promise.
+// It sits under platform because both the hold's local authority (hold/local)
+// and the supervisor (contain) build on it, and neither may import the other.
 package procid
 
 // ID is a pid and the start time the platform reports for it: clock ticks

@@ -3,8 +3,8 @@
 // kept, and the first malformed one is reported, so a caller may still act on
 // what it can prove.
 //
-// Internal to this module (Go refuses the import elsewhere); no compatibility
-// promise.
+// Part of the test kit (internal/testkit): for this module's tests and test
+// programs only; no product package imports it.
 package linefile
 
 import (

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/octostore-supervisor/supervisor/internal/fencelog"
-	"github.com/octostore-supervisor/supervisor/internal/proctest"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/fencelog"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
 )
 
 // recorder is a testing.TB whose Fatalf records the message and ends only

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/octostore-supervisor/supervisor/internal/pidfile"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/pidfile"
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
@@ -48,7 +48,7 @@ func childOf(t *testing.T, pid int) platform.Proc {
 	return kid
 }
 
-// The line a test program writes with internal/pidfile reads back as the
+// The line a test program writes with internal/testkit/pidfile reads back as the
 // process that wrote it, alive.
 func TestPidfileRoundTrip(t *testing.T) {
 	l, err := pidfile.Line("tester")

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/octostore-supervisor/supervisor/internal/fencelog"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/fencelog"
 )
 
-// FenceLog is a fenced log (internal/fencelog) for one test's workers, usually
+// FenceLog is a fenced log (internal/testkit/fencelog) for one test's workers, usually
 // testbin/fenceworker, and the safety oracle over it.
 type FenceLog struct{ path string }
 

@@ -9,7 +9,7 @@ import (
 	"os"
 	"slices"
 
-	"github.com/octostore-supervisor/supervisor/internal/procid"
+	"github.com/octostore-supervisor/supervisor/platform/procid"
 )
 
 // Dir is the private state directory a record lives in. The local

@@ -16,8 +16,8 @@
 // testbin/fenceworker write it; reading builds everywhere, appending is
 // Linux-only.
 //
-// Internal to this module (Go refuses the import elsewhere); no compatibility
-// promise.
+// Part of the test kit (internal/testkit): for this module's tests and test
+// programs only; no product package imports it.
 package fencelog
 
 import (
@@ -29,7 +29,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/octostore-supervisor/supervisor/internal/linefile"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/linefile"
 )
 
 // Entry is one line of the log.

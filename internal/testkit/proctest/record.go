@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/octostore-supervisor/supervisor/internal/linefile"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/linefile"
 )
 
 // Record is one line of a pidfile: a process that recorded itself as it

@@ -3,11 +3,11 @@
 // "PID START [ROLE]", START being its platform.Proc.StartTicks in decimal (on
 // Windows its creation time, platform.ProcessStartTime), so a
 // test can tell the recorded process from a later one that reuses its pid.
-// internal/proctest reads these files and compares START with what
+// internal/testkit/proctest reads these files and compares START with what
 // platform.ProcReader.Stat reports.
 //
-// Internal to this module (Go refuses the import elsewhere); no compatibility
-// promise.
+// Part of the test kit (internal/testkit): for this module's tests and test
+// programs only; no product package imports it.
 package pidfile
 
 import (

@@ -6,8 +6,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/octostore-supervisor/supervisor/cmd/internal/holdcli"
 	"github.com/octostore-supervisor/supervisor/contain"
-	"github.com/octostore-supervisor/supervisor/internal/holdcli"
 )
 
 // Main runs the embedded hold as the root of its group when args (os.Args)

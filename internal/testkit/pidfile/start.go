@@ -2,7 +2,7 @@
 
 package pidfile
 
-import "github.com/octostore-supervisor/supervisor/internal/procid"
+import "github.com/octostore-supervisor/supervisor/platform/procid"
 
 // selfStart is the calling process's start time as procid keeps it:
 // platform.Proc.StartTicks on Linux and macOS, the creation FILETIME on Windows.

@@ -30,7 +30,7 @@ type Prog struct {
 // StartOwned starts cmd and waits for it on a goroutine of its own; the
 // returned channel is closed once that Wait has returned (cmd.ProcessState is
 // then set). Until then Sweep leaves cmd's zombie to that Wait instead of
-// reaping it, so a harness that runs its own exec.Cmd (internal/etcdtest's
+// reaping it, so a harness that runs its own exec.Cmd (internal/testkit/etcdtest's
 // members) can live beside Sweep.
 func StartOwned(cmd *exec.Cmd) (<-chan struct{}, error) {
 	owned.Lock()
