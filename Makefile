@@ -11,7 +11,7 @@ TAGS    := urfave_cli_no_docs
 BIN     := bin
 CROSS   := linux/amd64 linux/arm64 darwin/arm64 darwin/amd64 windows/amd64
 
-.PHONY: all build check test test-beside-etcd test-default test-contain-etcd test-process-group cross fuzz bench example demo demo-cluster vet clean test-windows bench-windows windows-bins etcd36 test-systemd-vm
+.PHONY: all build check test test-beside-etcd test-default test-e2e-etcd test-process-group cross fuzz bench example demo demo-cluster vet clean test-windows bench-windows windows-bins etcd36 test-systemd-vm
 
 all: build
 
@@ -54,23 +54,24 @@ check: vet
 
 # The integration tests run real processes (some as the unprivileged user
 # nobody, some inside a pids cgroup), so they want root, as CI has.
-# The contain suite runs twice: with the backend auto picks (cgroup as root on
-# Linux) and with the process-group backend. Its tests start real process
-# trees under the race detector; two at a time is what CI's 2 cores carry
-# without starving the supervisors they time.
-# contain's tests on a local etcd cluster (CONTAIN_ETCD_TESTS) mostly wait for
-# leases to run out: one after the other with the rest they left CI's two
-# cores two thirds idle for eight minutes. So the process-group pass and then
-# the Windows tests run beside them, and every other test after them, alone:
-# the default pass's escape matrix races a 300-process fork storm with the
+# The supervisor's black-box suite (testbin/e2e/supervisor) runs twice: with
+# the backend auto picks (cgroup as root on Linux) and with the process-group
+# backend. Its tests start real process trees under the race detector; two at
+# a time is what CI's 2 cores carry without starving the supervisors they time.
+# Its tests on a local etcd cluster (E2E_ETCD_TESTS) mostly wait for leases to
+# run out: one after the other with the rest they left CI's two cores two
+# thirds idle for eight minutes. So the process-group pass and then the
+# Windows tests run beside them, and every other test after them, alone: the
+# default pass's escape matrix races a 300-process fork storm with the
 # process-group backend, which a loaded machine can lose (it then fails
-# closed, exit 70), and four parts at once overloaded CI (load 28, failures;
-# docs/benchmarks.md, "Test suite"). The parts share no process, port or
-# state directory; each one's output is printed whole when it ends.
-CONTAIN_ETCD_TESTS := ^(TestEtcdFaultMatrix|TestEtcdWatchAfterCompaction|TestEtcdHandovers200Among4Contenders|TestDemoClusterScript)$$
+# closed, exit 70), and four parts at once overloaded CI (docs/benchmarks.md,
+# "Test suite"). The parts share no process, port or state directory; each
+# one's output is printed whole when it ends.
+E2E := ./testbin/e2e/supervisor/
+E2E_ETCD_TESTS := ^(TestEtcdFaultMatrix|TestEtcdWatchAfterCompaction|TestEtcdHandovers200Among4Contenders|TestDemoClusterScript)$$
 
 test: vet etcd36
-	$(MAKE) -j2 --output-sync=target test-contain-etcd test-beside-etcd
+	$(MAKE) -j2 --output-sync=target test-e2e-etcd test-beside-etcd
 	$(MAKE) test-default
 
 test-beside-etcd:
@@ -78,13 +79,13 @@ test-beside-etcd:
 	$(MAKE) test-windows
 
 test-default:
-	$(GO) test -race -count=1 -timeout 40m -parallel 2 -skip '$(CONTAIN_ETCD_TESTS)' ./...
+	$(GO) test -race -count=1 -timeout 40m -parallel 2 -skip '$(E2E_ETCD_TESTS)' ./...
 
-test-contain-etcd:
-	$(GO) test -race -count=1 -timeout 40m -run '$(CONTAIN_ETCD_TESTS)' ./contain/
+test-e2e-etcd:
+	$(GO) test -race -count=1 -timeout 40m -run '$(E2E_ETCD_TESTS)' $(E2E)
 
 test-process-group:
-	OCTOSTORE_TEST_CONTAINMENT=process-group $(GO) test -race -count=1 -timeout 25m -parallel 2 ./contain/
+	OCTOSTORE_TEST_CONTAINMENT=process-group $(GO) test -race -count=1 -timeout 25m -parallel 2 $(E2E)
 
 # The systemd-host scenarios alone (issue 31; test-default runs them too): a
 # Debian 12 VM with systemd under qemu runs `make build`'s binaries in every
@@ -107,7 +108,7 @@ $(ETCD36): .ci/etcd36/go.mod .ci/etcd36/go.sum .ci/etcd36/main.go
 	cd .ci/etcd36 && CGO_ENABLED=0 $(GO) build -trimpath -o $(CURDIR)/$(ETCD36) .
 
 # Build and vet every supported target, also with the test-hook tag the
-# contain tests build the supervisor with.
+# black-box tests build the supervisor with.
 cross:
 	@set -e; for t in $(CROSS); do \
 		echo "== $$t"; \
@@ -127,8 +128,8 @@ fuzz:
 # also a target of its own).
 bench: etcd36
 	$(GO) test -run '^$$' -bench BenchmarkRenewedLine -benchtime 20000x ./events/
-	$(GO) test -run '^$$' -bench BenchmarkTable -benchtime 1x -timeout 20m ./contain/
-	$(GO) test -run '^$$' -bench BenchmarkEtcdTable -benchtime 1x -timeout 20m ./contain/
+	$(GO) test -run '^$$' -bench BenchmarkTable -benchtime 1x -timeout 20m $(E2E)
+	$(GO) test -run '^$$' -bench BenchmarkEtcdTable -benchtime 1x -timeout 20m $(E2E)
 	$(GO) test -run '^$$' -bench BenchmarkSystemdVM -benchtime 1x -timeout 20m ./testbin/e2e/systemdhost/
 	$(MAKE) bench-windows
 
@@ -139,7 +140,7 @@ bench: etcd36
 # bin/windows through OCTOSTORE_WIN_BIN, a Windows path (Wine passes the
 # environment through and maps / to Z:). Missing wine64 or mingw is an
 # error, never a skip.
-WINDOWS_TEST_PKGS ?= ./events/ ./platform/ ./internal/testkit/pidfile/ ./testbin/escaper/ ./testbin/fakehold/ ./contain/ \
+WINDOWS_TEST_PKGS ?= ./events/ ./platform/ ./internal/testkit/pidfile/ ./testbin/escaper/ ./testbin/fakehold/ ./contain/ $(E2E) \
 	./hold/ ./hold/local/ ./cmd/internal/holdcli/ ./cmd/octostore/
 WINBIN := $(CURDIR)/$(BIN)/windows
 WINE_EXEC := $(CURDIR)/.ci/wine/exec

@@ -10,18 +10,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ShimFdProbeEnv makes the contain test binary run ShimFdProbe instead of the
-// tests (harness_linux_test.go's TestMain).
-const ShimFdProbeEnv = "OCTOSTORE_IT_SHIM_FD_PROBE"
+// shimFdProbeEnv makes the contain test binary run shimFdProbe instead of the
+// tests (main_linux_test.go's TestMain).
+const shimFdProbeEnv = "OCTOSTORE_IT_SHIM_FD_PROBE"
 
-// ShimFdProbe starts a program as a shim of the process-group backend does
+// shimFdProbe starts a program as a shim of the process-group backend does
 // (no cgroup leaf, so nothing was handed over as fdLeaf) and reports, by its
 // exit code, whether the descriptor numbered fdLeaf, which the test handed in
 // as a file of its own, is still open afterwards: 0 yes, 1 closed, 2 the
 // start failed. The shim must close only the descriptors it was given for
 // its program; a number it was not given is whatever the process opened
 // there, the Go runtime's epoll descriptor among them.
-func ShimFdProbe() int {
+func shimFdProbe() int {
 	pid, err := startProgram(program{argv: []string{"/bin/true"}, env: []string{}})
 	if err != nil {
 		return 2
@@ -50,7 +50,7 @@ func TestShimClosesOnlyItsOwnDescriptors(t *testing.T) {
 	require.NoError(t, err)
 	defer devnull.Close()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), ShimFdProbeEnv+"=1")
+	cmd.Env = append(os.Environ(), shimFdProbeEnv+"=1")
 	cmd.Stdin = devnull
 	// 3: the control socket's place, 4 and 5: the program's output, 6: the
 	// descriptor the probe watches.

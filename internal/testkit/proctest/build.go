@@ -42,7 +42,7 @@ const staleAfter = 24 * time.Hour
 // BuildShared builds progs (all at once) from the module at root into a
 // directory named after a hash of the go command's settings, of progs and of
 // every non-test file of the module, and returns that directory. A second go
-// test run on the same sources (make test runs the contain suite twice, once
+// test run on the same sources (make test runs the black-box suite twice, once
 // per containment backend) finds the binaries there and links nothing.
 //
 // The directory is made by this user and renamed into place only when every
