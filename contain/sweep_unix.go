@@ -124,24 +124,10 @@ func (s *sweeper) terminate(root int, skip []int, termUntil time.Time, proofBoun
 		rep.DurationMs = time.Since(start).Milliseconds()
 	}()
 
-	live, err := s.alive(root, skip)
-	if err == nil && len(live) > 0 && time.Now().Before(termUntil) {
-		err = s.terminateNew(live)
-		// Poll quickly at first: a TERM-obedient worker is usually gone within a
-		// few milliseconds and the terminal line is waiting on this proof.
-		for step := time.Millisecond; err == nil && time.Now().Before(termUntil); step = min(step*2, 10*time.Millisecond) {
-			if live, err = s.alive(root, skip); err != nil || len(live) == 0 {
-				break
-			}
-			// Members forked after the first TERM get theirs too.
-			_ = s.terminateNew(live)
-			s.settle(live, min(step, time.Until(termUntil)), termUntil)
-		}
-	}
+	live, err := s.termPhase(root, skip, termUntil)
 	if err != nil {
 		fmt.Fprintf(diag, "octostore-supervisor: scanning processes during teardown: %v\n", err)
 	}
-
 	// A scan that found nothing alive stays true: only a live member can add a
 	// process to the tree (re-parenting keeps orphans inside it), so the proof
 	// needs no second scan - unless the container held processes to kill.
@@ -149,16 +135,64 @@ func (s *sweeper) terminate(root int, skip []int, termUntil time.Time, proofBoun
 	proofUntil := time.Now().Add(proofBound)
 	containerEmpty := true
 	if s.container != nil {
-		pids, empty, err := s.container(proofBound)
-		if err != nil {
-			fmt.Fprintf(diag, "octostore-supervisor: killing the container: %v\n", err)
-		}
-		for _, pid := range pids {
-			s.seen[pid] = struct{}{}
-		}
-		containerEmpty = empty
-		treeEmpty = treeEmpty && len(pids) == 0
+		var held bool
+		held, containerEmpty = s.killContainer(proofBound, diag)
+		treeEmpty = treeEmpty && !held
 	}
+	live, proven := s.killPhase(root, skip, treeEmpty, containerEmpty, proofUntil, diag)
+	if proven {
+		rep.ProvenEmpty = s.provable()
+		return rep
+	}
+	rep.Survivors = s.survivors(live, containerEmpty)
+	return rep
+}
+
+// termPhase sends SIGTERM to the tree below root and waits for it to empty
+// until termUntil, a TERM to each member once, those forked meanwhile
+// included. It returns the members the last scan found alive, or the scan's
+// error.
+func (s *sweeper) termPhase(root int, skip []int, termUntil time.Time) ([]platform.Proc, error) {
+	live, err := s.alive(root, skip)
+	if err != nil || len(live) == 0 || !time.Now().Before(termUntil) {
+		return live, err
+	}
+	err = s.terminateNew(live)
+	// Poll quickly at first: a TERM-obedient worker is usually gone within a
+	// few milliseconds and the terminal line is waiting on this proof.
+	for step := time.Millisecond; err == nil && time.Now().Before(termUntil); step = min(step*2, 10*time.Millisecond) {
+		if live, err = s.alive(root, skip); err != nil || len(live) == 0 {
+			break
+		}
+		// Members forked after the first TERM get theirs too.
+		_ = s.terminateNew(live)
+		s.settle(live, min(step, time.Until(termUntil)), termUntil)
+	}
+	return live, err
+}
+
+// killContainer kills the kernel container at once and waits up to
+// proofBound for it to show empty. It reports whether the container held
+// processes (then the tree needs a fresh scan, whatever the TERM phase saw)
+// and whether it was shown empty; the pids it held count as ended.
+func (s *sweeper) killContainer(proofBound time.Duration, diag io.Writer) (held, empty bool) {
+	pids, empty, err := s.container(proofBound)
+	if err != nil {
+		fmt.Fprintf(diag, "octostore-supervisor: killing the container: %v\n", err)
+	}
+	for _, pid := range pids {
+		s.seen[pid] = struct{}{}
+	}
+	return len(pids) > 0, empty
+}
+
+// killPhase stops and kills every live member below root, scan after scan,
+// until a scan finds none or proofUntil passes. treeEmpty trusts the TERM
+// phase's empty scan for the first pass. It reports proven when a scan found
+// the tree empty and the container was shown empty; otherwise it returns the
+// members last seen alive (none when the last scan failed).
+func (s *sweeper) killPhase(root int, skip []int, treeEmpty, containerEmpty bool, proofUntil time.Time, diag io.Writer) (live []platform.Proc, proven bool) {
+	var err error
 	for {
 		if treeEmpty {
 			treeEmpty = false // once: every later pass follows a kill
@@ -168,13 +202,12 @@ func (s *sweeper) terminate(root int, skip []int, termUntil time.Time, proofBoun
 		if err != nil {
 			fmt.Fprintf(diag, "octostore-supervisor: scanning processes during teardown: %v\n", err)
 		} else if len(live) == 0 && containerEmpty {
-			rep.ProvenEmpty = s.provable()
-			return rep
+			return nil, true
 		} else if len(live) == 0 {
-			break // the container still reports members the tree walk cannot reach
+			return live, false // the container still reports members the tree walk cannot reach
 		}
 		if time.Now().After(proofUntil) {
-			break
+			return live, false
 		}
 		if err == nil {
 			_ = s.signalAll(live, syscall.SIGSTOP)
@@ -184,19 +217,26 @@ func (s *sweeper) terminate(root int, skip []int, termUntil time.Time, proofBoun
 		}
 		s.settle(live, time.Millisecond, proofUntil)
 	}
+}
+
+// survivors names what teardown could not prove gone: the members last seen
+// alive and, when the container was not shown empty, its members the tree
+// walk did not reach.
+func (s *sweeper) survivors(live []platform.Proc, containerEmpty bool) []Survivor {
+	var out []Survivor
 	named := map[int]bool{}
 	for _, p := range live {
 		named[p.Pid] = true
-		rep.Survivors = append(rep.Survivors, Survivor{Pid: p.Pid, Start: p.StartTicks, State: string(p.State), Command: commandOf(p)})
+		out = append(out, Survivor{Pid: p.Pid, Start: p.StartTicks, State: string(p.State), Command: commandOf(p)})
 	}
 	if !containerEmpty && s.members != nil {
 		for _, pid := range s.members() {
 			if p, err := s.r.Stat(pid); err == nil && !named[pid] {
-				rep.Survivors = append(rep.Survivors, Survivor{Pid: pid, Start: p.StartTicks, State: string(p.State), Command: commandOf(p)})
+				out = append(out, Survivor{Pid: pid, Start: p.StartTicks, State: string(p.State), Command: commandOf(p)})
 			}
 		}
 	}
-	return rep
+	return out
 }
 
 func commandOf(p platform.Proc) string {

@@ -405,71 +405,24 @@ func (j *Job) start(s ProcSpec, useJobList bool) (*Process, error) {
 	return p, err
 }
 
+// create runs Start's steps in order, with the handles guaranteed open:
+// encode the spec, give the child its standard and inherited handles, build
+// the attribute list that confines what it inherits (and, where supported,
+// puts it in the job), create it suspended, then admit it to the job and
+// resume it. What the steps borrow (duplicated handles, inherit flags,
+// ForkLock, the attribute list, the thread handle) is given back when create
+// returns, after the process runs or is gone.
 func (j *Job) create(s ProcSpec, useJobList bool) (*Process, error) {
-	app, err := windows.UTF16PtrFromString(s.Argv[0])
+	l, err := encodeLaunch(s)
 	if err != nil {
-		return nil, fmt.Errorf("start %q: %w", s.Argv[0], err)
-	}
-	cmdline, err := windows.UTF16PtrFromString(windows.ComposeCommandLine(s.Argv))
-	if err != nil {
-		return nil, fmt.Errorf("start %q: command line: %w", s.Argv[0], err)
-	}
-	var dir *uint16
-	if s.Dir != "" {
-		if dir, err = windows.UTF16PtrFromString(s.Dir); err != nil {
-			return nil, fmt.Errorf("start %q: dir: %w", s.Argv[0], err)
-		}
-	}
-	var env *uint16
-	if s.Env != nil {
-		if env, err = envBlock(s.Env); err != nil {
-			return nil, fmt.Errorf("start %q: %w", s.Argv[0], err)
-		}
-	}
-
-	// The standard handles are inheritable duplicates (their values in the
-	// child do not matter: STARTUPINFO names them) closed after creation.
-	cur := windows.CurrentProcess()
-	var temps []windows.Handle
-	defer func() {
-		for _, h := range temps {
-			_ = windows.CloseHandle(h)
-		}
-	}()
-	var nul windows.Handle
-	stdHandle := func(f *os.File) (windows.Handle, error) {
-		if f == nil {
-			if nul == 0 {
-				path, _ := windows.UTF16PtrFromString("NUL")
-				sa := &windows.SecurityAttributes{InheritHandle: 1}
-				sa.Length = uint32(unsafe.Sizeof(*sa))
-				h, err := windows.CreateFile(path, windows.GENERIC_READ|windows.GENERIC_WRITE,
-					windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE, sa, windows.OPEN_EXISTING, 0, 0)
-				if err != nil {
-					return 0, fmt.Errorf("open NUL: %w", err)
-				}
-				nul = h
-				temps = append(temps, h)
-			}
-			return nul, nil
-		}
-		var d windows.Handle
-		if err := windows.DuplicateHandle(cur, windows.Handle(f.Fd()), cur, &d, 0, true, windows.DUPLICATE_SAME_ACCESS); err != nil {
-			return 0, fmt.Errorf("duplicate %s: %w", f.Name(), err)
-		}
-		temps = append(temps, d)
-		return d, nil
+		return nil, err
 	}
 	si := new(windows.StartupInfoEx)
 	si.Cb = uint32(unsafe.Sizeof(*si))
 	si.Flags = windows.STARTF_USESTDHANDLES
-	if si.StdInput, err = stdHandle(s.Stdin); err != nil {
-		return nil, err
-	}
-	if si.StdOutput, err = stdHandle(s.Stdout); err != nil {
-		return nil, err
-	}
-	if si.StdErr, err = stdHandle(s.Stderr); err != nil {
+	var std stdHandles
+	defer std.close()
+	if err := std.fill(&si.StartupInfo, s); err != nil {
 		return nil, err
 	}
 	handles := uniqueHandles(si.StdInput, si.StdOutput, si.StdErr)
@@ -477,77 +430,199 @@ func (j *Job) create(s ProcSpec, useJobList bool) (*Process, error) {
 		handles = uniqueHandles(append(handles, windows.Handle(f.Fd()))...)
 	}
 
-	// Inherit handles keep their value in the child, so their own inherit
-	// flag is switched on for the CreateProcess and restored after. Go's
-	// os/exec passes an explicit handle list too, so nothing else can pick
-	// them up meanwhile; ForkLock orders us with it anyway.
+	// Go's os/exec passes an explicit handle list too, so nothing else can
+	// pick up the inherit flags set below meanwhile; ForkLock orders us with
+	// it anyway, until they are restored.
 	syscall.ForkLock.Lock()
 	defer syscall.ForkLock.Unlock()
+	restore, err := inheritable(s)
+	if err != nil {
+		return nil, err
+	}
+	defer restore()
+
+	attrs, viaJobList, err := j.attributes(s, handles, useJobList)
+	if err != nil {
+		return nil, err
+	}
+	defer attrs.Delete()
+	si.ProcThreadAttributeList = attrs.List()
+
+	pi, err := createSuspended(s, l, si)
+	if err != nil {
+		return nil, err
+	}
+	defer windows.CloseHandle(pi.Thread)
+	return j.admit(s, pi, viaJobList)
+}
+
+// launch is a ProcSpec encoded for CreateProcess; dir and env are nil to
+// inherit ours.
+type launch struct {
+	app, cmdline, dir, env *uint16
+}
+
+func encodeLaunch(s ProcSpec) (launch, error) {
+	var l launch
+	var err error
+	if l.app, err = windows.UTF16PtrFromString(s.Argv[0]); err != nil {
+		return l, fmt.Errorf("start %q: %w", s.Argv[0], err)
+	}
+	if l.cmdline, err = windows.UTF16PtrFromString(windows.ComposeCommandLine(s.Argv)); err != nil {
+		return l, fmt.Errorf("start %q: command line: %w", s.Argv[0], err)
+	}
+	if s.Dir != "" {
+		if l.dir, err = windows.UTF16PtrFromString(s.Dir); err != nil {
+			return l, fmt.Errorf("start %q: dir: %w", s.Argv[0], err)
+		}
+	}
+	if s.Env != nil {
+		if l.env, err = envBlock(s.Env); err != nil {
+			return l, fmt.Errorf("start %q: %w", s.Argv[0], err)
+		}
+	}
+	return l, nil
+}
+
+// stdHandles are the child's standard handles: inheritable duplicates of
+// ours (their values in the child do not matter: STARTUPINFO names them), or
+// one inheritable handle to NUL for any not given, all closed by close once
+// the child has been created.
+type stdHandles struct {
+	temps []windows.Handle
+	nul   windows.Handle
+}
+
+// fill sets si's standard handles for s.
+func (t *stdHandles) fill(si *windows.StartupInfo, s ProcSpec) error {
+	var err error
+	if si.StdInput, err = t.handle(s.Stdin); err != nil {
+		return err
+	}
+	if si.StdOutput, err = t.handle(s.Stdout); err != nil {
+		return err
+	}
+	si.StdErr, err = t.handle(s.Stderr)
+	return err
+}
+
+func (t *stdHandles) handle(f *os.File) (windows.Handle, error) {
+	if f == nil {
+		return t.null()
+	}
+	cur := windows.CurrentProcess()
+	var d windows.Handle
+	if err := windows.DuplicateHandle(cur, windows.Handle(f.Fd()), cur, &d, 0, true, windows.DUPLICATE_SAME_ACCESS); err != nil {
+		return 0, fmt.Errorf("duplicate %s: %w", f.Name(), err)
+	}
+	t.temps = append(t.temps, d)
+	return d, nil
+}
+
+// null opens NUL once, however many standard handles it stands for.
+func (t *stdHandles) null() (windows.Handle, error) {
+	if t.nul != 0 {
+		return t.nul, nil
+	}
+	path, _ := windows.UTF16PtrFromString("NUL")
+	sa := &windows.SecurityAttributes{InheritHandle: 1}
+	sa.Length = uint32(unsafe.Sizeof(*sa))
+	h, err := windows.CreateFile(path, windows.GENERIC_READ|windows.GENERIC_WRITE,
+		windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE, sa, windows.OPEN_EXISTING, 0, 0)
+	if err != nil {
+		return 0, fmt.Errorf("open NUL: %w", err)
+	}
+	t.nul = h
+	t.temps = append(t.temps, h)
+	return h, nil
+}
+
+func (t *stdHandles) close() {
+	for _, h := range t.temps {
+		_ = windows.CloseHandle(h)
+	}
+}
+
+// inheritable switches on the inherit flag of s.Inherit's handles that lack
+// it, because an inherited handle keeps its value in the child only if it is
+// inheritable; restore switches those flags off again, last set first. On an
+// error the flags already set are restored before it returns. The caller
+// holds ForkLock from before inheritable until after restore.
+func inheritable(s ProcSpec) (restore func(), err error) {
+	var set []windows.Handle
+	restore = func() {
+		for i := len(set) - 1; i >= 0; i-- {
+			_ = windows.SetHandleInformation(set[i], windows.HANDLE_FLAG_INHERIT, 0)
+		}
+	}
 	for _, f := range s.Inherit {
 		h := windows.Handle(f.Fd())
 		flags, err := getHandleInformation(h)
 		if err != nil {
+			restore()
 			return nil, fmt.Errorf("start %q: inherit %s: %w", s.Argv[0], f.Name(), err)
 		}
 		if flags&windows.HANDLE_FLAG_INHERIT == 0 {
 			if err := windows.SetHandleInformation(h, windows.HANDLE_FLAG_INHERIT, windows.HANDLE_FLAG_INHERIT); err != nil {
+				restore()
 				return nil, fmt.Errorf("start %q: inherit %s: %w", s.Argv[0], f.Name(), err)
 			}
-			defer windows.SetHandleInformation(h, windows.HANDLE_FLAG_INHERIT, 0)
+			set = append(set, h)
 		}
 	}
+	return restore, nil
+}
 
-	attrs, err := windows.NewProcThreadAttributeList(2)
+// attributes builds the attribute list that limits what the child inherits
+// to handles and, where Windows takes it, has the kernel create the child in
+// the job (viaJobList); the caller deletes it after CreateProcess.
+func (j *Job) attributes(s ProcSpec, handles []windows.Handle, useJobList bool) (attrs *windows.ProcThreadAttributeListContainer, viaJobList bool, err error) {
+	attrs, err = windows.NewProcThreadAttributeList(2)
 	if err != nil {
-		return nil, fmt.Errorf("start %q: %w", s.Argv[0], err)
+		return nil, false, fmt.Errorf("start %q: %w", s.Argv[0], err)
 	}
-	defer attrs.Delete()
 	if err := attrs.Update(windows.PROC_THREAD_ATTRIBUTE_HANDLE_LIST,
 		unsafe.Pointer(&handles[0]), uintptr(len(handles))*unsafe.Sizeof(handles[0])); err != nil {
-		return nil, fmt.Errorf("start %q: handle list: %w", s.Argv[0], err)
+		attrs.Delete()
+		return nil, false, fmt.Errorf("start %q: handle list: %w", s.Argv[0], err)
 	}
-	jobs := []windows.Handle{j.h}
-	viaJobList := false
 	if useJobList {
-		// Refused before Windows 10; the suspended assignment below covers
-		// that case just as safely.
+		// Refused before Windows 10; the suspended assignment in admit
+		// covers that case just as safely. The list keeps jobs alive.
+		jobs := []windows.Handle{j.h}
 		viaJobList = attrs.Update(procThreadAttributeJobList, unsafe.Pointer(&jobs[0]), unsafe.Sizeof(jobs[0])) == nil
 	}
-	si.ProcThreadAttributeList = attrs.List()
+	return attrs, viaJobList, nil
+}
 
+// createSuspended creates the process with its thread suspended, so it runs
+// no instruction before admit has made sure it is in the job.
+func createSuspended(s ProcSpec, l launch, si *windows.StartupInfoEx) (windows.ProcessInformation, error) {
 	flags := uint32(windows.CREATE_SUSPENDED | windows.CREATE_UNICODE_ENVIRONMENT | windows.EXTENDED_STARTUPINFO_PRESENT)
 	if s.NewProcessGroup {
 		flags |= windows.CREATE_NEW_PROCESS_GROUP
 	}
 	var pi windows.ProcessInformation
-	if err := windows.CreateProcess(app, cmdline, nil, nil, true, flags, env, dir, &si.StartupInfo, &pi); err != nil {
-		return nil, fmt.Errorf("CreateProcess %q: %w", s.Argv[0], err)
+	if err := windows.CreateProcess(l.app, l.cmdline, nil, nil, true, flags, l.env, l.dir, &si.StartupInfo, &pi); err != nil {
+		return pi, fmt.Errorf("CreateProcess %q: %w", s.Argv[0], err)
 	}
-	defer windows.CloseHandle(pi.Thread)
+	return pi, nil
+}
 
+// admit makes sure the suspended process is in the job, assigning it there
+// if the job list did not put it in, and only then resumes it. Until then it
+// has not run, so on any failure it is killed and waited for before the
+// error is returned: nothing of it escapes the job.
+func (j *Job) admit(s ProcSpec, pi windows.ProcessInformation, viaJobList bool) (*Process, error) {
 	fail := func(err error) (*Process, error) {
-		// Never resumed, so it has not run: kill it and make sure it is
-		// gone before reporting.
 		_ = windows.TerminateProcess(pi.Process, 1)
 		_, _ = windows.WaitForSingleObject(pi.Process, 10_000)
 		_ = windows.CloseHandle(pi.Process)
 		return nil, fmt.Errorf("start %q: %w", s.Argv[0], err)
 	}
-	in, err := isProcessInJob(pi.Process, j.h)
+	assigned, err := j.join(pi.Process)
 	if err != nil {
 		return fail(err)
-	}
-	if !in {
-		viaJobList = false
-		if err := windows.AssignProcessToJobObject(j.h, pi.Process); err != nil {
-			return fail(fmt.Errorf("AssignProcessToJobObject: %w", err))
-		}
-		if in, err = isProcessInJob(pi.Process, j.h); err != nil {
-			return fail(err)
-		}
-		if !in {
-			return fail(errors.New("process is not in the job after AssignProcessToJobObject"))
-		}
 	}
 	closeEv, err := windows.CreateEvent(nil, 1, 0, nil)
 	if err != nil {
@@ -557,7 +632,27 @@ func (j *Job) create(s ProcSpec, useJobList bool) (*Process, error) {
 		_ = windows.CloseHandle(closeEv)
 		return fail(fmt.Errorf("ResumeThread: %w", err))
 	}
-	return &Process{Pid: pi.ProcessId, h: pi.Process, closeEv: closeEv, viaJobList: viaJobList}, nil
+	return &Process{Pid: pi.ProcessId, h: pi.Process, closeEv: closeEv, viaJobList: viaJobList && !assigned}, nil
+}
+
+// join puts a suspended process in the job unless the job list already did,
+// and then checks that it is there, whatever AssignProcessToJobObject said.
+// assigned reports that the job list had not put it there.
+func (j *Job) join(process windows.Handle) (assigned bool, err error) {
+	in, err := isProcessInJob(process, j.h)
+	if err != nil || in {
+		return false, err
+	}
+	if err := windows.AssignProcessToJobObject(j.h, process); err != nil {
+		return true, fmt.Errorf("AssignProcessToJobObject: %w", err)
+	}
+	if in, err = isProcessInJob(process, j.h); err != nil {
+		return true, err
+	}
+	if !in {
+		return true, errors.New("process is not in the job after AssignProcessToJobObject")
+	}
+	return true, nil
 }
 
 func uniqueHandles(hs ...windows.Handle) []windows.Handle {

@@ -124,78 +124,123 @@ func digitsOnly(s string) bool {
 	return true
 }
 
+// configFrom builds a supervise command's Config from its positional
+// arguments and then its three sources, each read whole by a function of its
+// own: the environment, then the flags (which override it), then the hold
+// (embedded or given after --) with the host guard of its authority. Checks
+// run in that order, so the first mistake found is the one reported.
 func configFrom(c *cli.Context, kind string, env []string) (contain.Config, error) {
 	cfg := contain.Config{
 		Kind: events.Kind(kind), Grace: contain.DefaultGrace, SilenceCap: contain.DefaultSilenceCap,
 		ReadyTimeout: c.Duration("ready-timeout"), ReleaseBudget: c.Duration("release-timeout"),
 		ProofBound: contain.DefaultProofBound,
 	}
+	embedded, err := positionalConfig(c, kind, &cfg)
+	if err != nil {
+		return cfg, err
+	}
+	// Environment first (upstream's contract), then flags override.
+	if err := envConfig(env, &cfg); err != nil {
+		return cfg, err
+	}
+	if err := flagConfig(c, &cfg); err != nil {
+		return cfg, err
+	}
+	worker, err := resolveProgram("worker program", cfg.Worker)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Worker = worker
+	if err := holdConfig(c, kind, embedded, env, &cfg); err != nil {
+		return cfg, err
+	}
+	if cfg.Backend, err = resolveBackend(c); err != nil {
+		return cfg, err
+	}
+	cfg.Isolation, err = resolveIsolation(c)
+	return cfg, err
+}
+
+// positionalConfig reads the expected name, the candidate, the worker and,
+// after --, an explicit hold command into cfg, and reports whether the hold is
+// the embedded one (no --).
+func positionalConfig(c *cli.Context, kind string, cfg *contain.Config) (embedded bool, err error) {
 	args := c.Args().Slice()
-	embedded := len(args) == 3
+	embedded = len(args) == 3
 	if !embedded && (len(args) < 5 || args[3] != "--") {
-		return cfg, usageIn(c, "expected <expected-name> <expected-candidate|-> <worker-program> [-- <hold command ...>]")
+		return false, usageIn(c, "expected <expected-name> <expected-candidate|-> <worker-program> [-- <hold command ...>]")
 	}
 	cfg.Name, cfg.Candidate, cfg.Worker = args[0], args[1], args[2]
 	if !embedded {
 		cfg.Hold = args[4:]
 		if err := embeddedOnly(c); err != nil {
-			return cfg, err
+			return false, err
 		}
 	}
 	if cfg.Name == "" {
-		return cfg, usageIn(c, "the expected "+kind+" name must not be empty")
+		return embedded, usageIn(c, "the expected "+kind+" name must not be empty")
 	}
 	if kind == "election" && (cfg.Candidate == "" || cfg.Candidate == "-") {
-		return cfg, usageIn(c, "an election needs a candidate id (not '-')")
+		return embedded, usageIn(c, "an election needs a candidate id (not '-')")
 	}
 	if kind == "lock" {
 		if cfg.Candidate != "-" {
-			return cfg, usageIn(c, "a lock takes '-' in place of the candidate id")
+			return embedded, usageIn(c, "a lock takes '-' in place of the candidate id")
 		}
 		cfg.Candidate = ""
 	}
+	return embedded, nil
+}
 
-	// Environment first (upstream's contract), then flags override.
+// envConfig reads the upstream environment variables into cfg: the TERM
+// grace, the silence cap and the worker readiness requirement.
+func envConfig(env []string, cfg *contain.Config) error {
 	if v, ok := envValue(env, "OCTOSTORE_SUPERVISOR_TERM_GRACE_SECONDS"); ok {
 		if !digitsOnly(v) {
-			return cfg, usageError{"TERM grace must be a positive integer"}
+			return usageError{"TERM grace must be a positive integer"}
 		}
 		n, err := strconv.ParseUint(v, 10, 32)
 		if err != nil || n == 0 || time.Duration(n)*time.Second > maxGrace {
-			return cfg, usageError{"TERM grace must be positive (and at most one hour)"}
+			return usageError{"TERM grace must be positive (and at most one hour)"}
 		}
 		cfg.Grace = time.Duration(n) * time.Second
 	}
 	if v, ok := envValue(env, "OCTOSTORE_SUPERVISOR_MAX_SILENCE_SECONDS"); ok {
 		if !digitsOnly(v) {
-			return cfg, usageError{"OCTOSTORE_SUPERVISOR_MAX_SILENCE_SECONDS must be a positive integer"}
+			return usageError{"OCTOSTORE_SUPERVISOR_MAX_SILENCE_SECONDS must be a positive integer"}
 		}
 		n, err := strconv.ParseUint(v, 10, 32)
 		switch {
 		case err != nil || n > 20:
-			return cfg, usageError{"OCTOSTORE_SUPERVISOR_MAX_SILENCE_SECONDS may only shorten the 20-second session-safety cap"}
+			return usageError{"OCTOSTORE_SUPERVISOR_MAX_SILENCE_SECONDS may only shorten the 20-second session-safety cap"}
 		case n == 0:
-			return cfg, usageError{"OCTOSTORE_SUPERVISOR_MAX_SILENCE_SECONDS must be positive"}
+			return usageError{"OCTOSTORE_SUPERVISOR_MAX_SILENCE_SECONDS must be positive"}
 		}
 		cfg.SilenceCap = time.Duration(n) * time.Second
 	}
 	if v, ok := envValue(env, "OCTOSTORE_SUPERVISOR_REQUIRE_WORKER_READY"); ok {
 		if v != "0" && v != "1" {
-			return cfg, usageError{"worker readiness requirement must be 0 or 1"}
+			return usageError{"worker readiness requirement must be 0 or 1"}
 		}
 		cfg.RequireReady = v == "1"
 	}
+	return nil
+}
+
+// flagConfig reads the supervise flags into cfg; a flag that is set
+// overrides what envConfig read from the environment.
+func flagConfig(c *cli.Context, cfg *contain.Config) error {
 	if c.IsSet("term-grace") {
 		d := c.Duration("term-grace")
 		if d <= 0 || d > maxGrace {
-			return cfg, usageError{"--term-grace must be positive and at most 1h"}
+			return usageError{"--term-grace must be positive and at most 1h"}
 		}
 		cfg.Grace = d
 	}
 	if c.IsSet("max-silence") {
 		d := c.Duration("max-silence")
 		if d <= 0 || d > contain.DefaultSilenceCap {
-			return cfg, usageError{"--max-silence must be positive and may only shorten the 20-second session-safety cap"}
+			return usageError{"--max-silence must be positive and may only shorten the 20-second session-safety cap"}
 		}
 		cfg.SilenceCap = d
 	}
@@ -203,25 +248,28 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 		cfg.RequireReady = c.Bool("require-worker-ready")
 	}
 	if cfg.ReadyTimeout <= 0 || cfg.ReleaseBudget <= 0 {
-		return cfg, usageError{"--ready-timeout and --release-timeout must be positive"}
+		return usageError{"--ready-timeout and --release-timeout must be positive"}
 	}
 	switch o := contain.WorkerOutput(c.String("worker-output")); o {
 	case contain.WorkerOutputStderr, contain.WorkerOutputInherit:
 		cfg.WorkerOutput = o
 	default:
-		return cfg, usageError{fmt.Sprintf("--worker-output must be stderr or inherit, not %q", o)}
+		return usageError{fmt.Sprintf("--worker-output must be stderr or inherit, not %q", o)}
 	}
+	return nil
+}
 
-	worker, err := resolveProgram("worker program", cfg.Worker)
-	if err != nil {
-		return cfg, err
-	}
-	cfg.Worker = worker
+// holdConfig sets up cfg's hold: the embedded one for its authority's flags,
+// or the explicit command resolved to its program; then the host guard of
+// that authority (the survivor record, the host key and, unless the embedded
+// hold brings its own, the interlock).
+func holdConfig(c *cli.Context, kind string, embedded bool, env []string, cfg *contain.Config) error {
 	authority := local.ExplicitHoldAuthority
 	if embedded {
-		e, err := embeddedHold(c, kind, cfg.Name, args[1], env)
+		// The candidate as given: a lock's "-", which cfg holds as "".
+		e, err := embeddedHold(c, kind, cfg.Name, c.Args().Get(1), env)
 		if err != nil {
-			return cfg, err
+			return err
 		}
 		cfg.Hold, authority, cfg.Interlock = e.argv, e.authority, e.interlock
 		if e.acquireTimeout != nil {
@@ -229,26 +277,22 @@ func configFrom(c *cli.Context, kind string, env []string) (contain.Config, erro
 		}
 		cfg.EmbeddedHold, cfg.LightHold = true, e.light
 	} else {
-		hold, err := resolveProgram("hold command", cfg.Hold[0])
+		program, err := resolveProgram("hold command", cfg.Hold[0])
 		if err != nil {
-			return cfg, err
+			return err
 		}
-		cfg.Hold[0] = hold
+		cfg.Hold[0] = program
 	}
 	rec, interlock, err := hostGuard(authority, holdKind(kind), cfg.Name, cfg.Interlock == nil, env)
 	if err != nil {
-		return cfg, err
+		return err
 	}
 	cfg.Survivors = rec
 	cfg.HostKey = local.HostKey(authority, holdKind(kind), cfg.Name)
 	if cfg.Interlock == nil {
 		cfg.Interlock = interlock
 	}
-	if cfg.Backend, err = resolveBackend(c); err != nil {
-		return cfg, err
-	}
-	cfg.Isolation, err = resolveIsolation(c)
-	return cfg, err
+	return nil
 }
 
 // resolveProgram returns the absolute path of the program word names, found as

@@ -1,8 +1,9 @@
 // Command funclen lists the functions and methods in a module's non-test Go
-// files that are longer than a limit, and fails when any of them lies under a
-// directory that must stay readable.
+// files that are longer than a limit, and fails when any of them lies outside
+// the directories named warn-only: the length rule holds everywhere except
+// where a directory is exempted by name.
 //
-//	go run ./internal/tools/funclen [-max 80] [-fail-under dir[,dir]] [pattern ...]
+//	go run ./internal/tools/funclen [-max 80] [-warn-only dir[,dir]] [pattern ...]
 //
 // A pattern is a directory, or a directory followed by /... for it and every
 // directory below it (the default is ./...). Every .go file counts whatever
@@ -11,13 +12,16 @@
 // skipped, as the go command skips them.
 //
 // It prints one line per long function, "path:line name length", sorted by
-// path and line, and exits 1 if any lies under a -fail-under directory (given
-// relative to the working directory; a sub-package counts as under it), 64
-// on a usage error, 0 otherwise. The length counts the lines from the func
-// keyword to the closing brace, both included.
+// path and line; a line for a function under a -warn-only directory (given
+// relative to the working directory; a sub-package counts as under it) ends
+// in " (warn-only)". It exits 1 if any long function lies outside every
+// -warn-only directory (with no -warn-only, if there is any long function at
+// all), 64 on a usage error, 0 otherwise. The length counts the lines from
+// the func keyword to the closing brace, both included.
 //
-// A development tool of this module (make vet runs it); it exports no Go API
-// and its flags may change with the Makefile.
+// A development tool of this module (make vet runs it with the test
+// programs and the development tools as warn-only); it exports no Go API and
+// its flags may change with the Makefile.
 package main
 
 import (
@@ -55,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("funclen", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	limit := fl.Int("max", 80, "longest allowed function, in lines")
-	failUnder := fl.String("fail-under", "", "comma-separated directories in which a long function is an error")
+	warnOnly := fl.String("warn-only", "", "comma-separated directories in which a long function is listed but is not an error")
 	if err := fl.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -87,18 +91,34 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return long[i].line < long[j].line
 	})
-	code := exitOK
-	strict := splitDirs(*failUnder)
+	return report(long, *limit, splitDirs(*warnOnly), stdout, stderr)
+}
+
+// report prints the long functions, those under a warn-only directory marked
+// so, and returns exitLong if any other is among them.
+func report(long []longFunc, limit int, warnOnly []string, stdout, stderr io.Writer) int {
+	failing := 0
 	for _, f := range long {
-		fmt.Fprintf(stdout, "%s:%d %s %d\n", f.path, f.line, f.name, f.lines)
-		if under(f.path, strict) {
-			code = exitLong
+		mark := ""
+		if under(f.path, warnOnly) {
+			mark = " (warn-only)"
+		} else {
+			failing++
 		}
+		fmt.Fprintf(stdout, "%s:%d %s %d%s\n", f.path, f.line, f.name, f.lines, mark)
 	}
-	if code != exitOK {
-		fmt.Fprintf(stderr, "funclen: functions over %d lines under %s; split them\n", *limit, strings.Join(strict, ", "))
+	if failing == 0 {
+		return exitOK
 	}
-	return code
+	noun, where := "functions", ""
+	if failing == 1 {
+		noun = "function"
+	}
+	if len(warnOnly) > 0 {
+		where = " outside " + strings.Join(warnOnly, ", ")
+	}
+	fmt.Fprintf(stderr, "funclen: %d %s over %d lines%s; split them\n", failing, noun, limit, where)
+	return exitLong
 }
 
 // goFiles returns the non-test .go files the patterns name, each once.

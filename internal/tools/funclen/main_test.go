@@ -37,68 +37,103 @@ func module(t *testing.T, files map[string]string) {
 
 func TestFuncLen(t *testing.T) {
 	long, short := goSource("Long", 81, true), goSource("Short", 80, true)
+	at := func(path, rest string) string { return filepath.Join(strings.Split(path, "/")...) + ":" + rest }
 	for _, tc := range []struct {
-		name  string
-		files map[string]string
-		args  []string
-		code  int
-		out   []string
+		name   string
+		files  map[string]string
+		args   []string
+		code   int
+		out    []string
+		stderr string // all of it, when the run fails for length
 	}{{
-		name: "long only outside hold lists and passes",
+		name: "long only under warn-only directories lists and passes",
 		files: map[string]string{
-			"cmd/a.go":       long,
-			"hold/b.go":      short,
-			"holder/c.go":    long, // a sibling whose name starts like hold is not under it
-			"hold/x_test.go": long,
+			"cmd/a.go":              short,
+			"testbin/b.go":          long,
+			"internal/tools/x/c.go": long, // a sub-package is under its parent
+			"cmd/x_test.go":         long, // test files are not counted
 		},
-		args: []string{"-fail-under", "hold", "./..."},
+		args: []string{"-warn-only", "testbin,internal/tools", "./..."},
 		code: exitOK,
 		out: []string{
-			filepath.Join("cmd", "a.go") + ":3 Long 81",
-			filepath.Join("cmd", "a.go") + ":87 T.LongM 81",
-			filepath.Join("holder", "c.go") + ":3 Long 81",
-			filepath.Join("holder", "c.go") + ":87 T.LongM 81",
+			at("internal/tools/x/c.go", "3 Long 81 (warn-only)"),
+			at("internal/tools/x/c.go", "87 T.LongM 81 (warn-only)"),
+			at("testbin/b.go", "3 Long 81 (warn-only)"),
+			at("testbin/b.go", "87 T.LongM 81 (warn-only)"),
 		},
 	}, {
-		name:  "long in a package under hold fails",
-		files: map[string]string{"hold/local/b.go": long, "cmd/a.go": short},
-		args:  []string{"-fail-under", "hold", "./..."},
+		name: "long outside warn-only fails, a sibling named like one included",
+		files: map[string]string{
+			"hold/local/b.go":   long,
+			"testbin/c.go":      long,
+			"testbinary/d.go":   long, // starts like testbin, is not under it
+			"cmd/a.go":          short,
+			"internal/x/e.go":   short,
+			"hold/local/x_test": long, // not a .go file
+		},
+		args: []string{"-warn-only", "testbin", "./..."},
+		code: exitLong,
+		out: []string{
+			at("hold/local/b.go", "3 Long 81"),
+			at("hold/local/b.go", "87 T.LongM 81"),
+			at("testbin/c.go", "3 Long 81 (warn-only)"),
+			at("testbin/c.go", "87 T.LongM 81 (warn-only)"),
+			at("testbinary/d.go", "3 Long 81"),
+			at("testbinary/d.go", "87 T.LongM 81"),
+		},
+		stderr: "funclen: 4 functions over 80 lines outside testbin; split them\n",
+	}, {
+		name: "the Makefile's form: one product function among warn-only ones fails",
+		files: map[string]string{
+			"internal/testkit/vm/a.go": long,
+			"internal/holdcli/b.go":    goSource("Long", 81, false),
+			"internal/tools/t/c.go":    short,
+		},
+		args: []string{"-warn-only", "testbin, internal/testkit ,internal/tools", "./..."},
+		code: exitLong,
+		out: []string{
+			at("internal/holdcli/b.go", "3 Long 81"),
+			at("internal/testkit/vm/a.go", "3 Long 81 (warn-only)"),
+			at("internal/testkit/vm/a.go", "87 T.LongM 81 (warn-only)"),
+		},
+		stderr: "funclen: 1 function over 80 lines outside testbin, internal/testkit, internal/tools; split them\n",
+	}, {
+		name:  "without -warn-only every long function fails",
+		files: map[string]string{"testbin/b.go": long},
+		args:  []string{"./..."},
 		code:  exitLong,
 		out: []string{
-			filepath.Join("hold", "local", "b.go") + ":3 Long 81",
-			filepath.Join("hold", "local", "b.go") + ":87 T.LongM 81",
+			at("testbin/b.go", "3 Long 81"),
+			at("testbin/b.go", "87 T.LongM 81"),
 		},
-	}, {
-		name:  "long in hold without -fail-under lists and passes",
-		files: map[string]string{"hold/b.go": long},
-		args:  []string{"./..."},
-		code:  exitOK,
-		out: []string{
-			filepath.Join("hold", "b.go") + ":3 Long 81",
-			filepath.Join("hold", "b.go") + ":87 T.LongM 81",
-		},
+		stderr: "funclen: 2 functions over 80 lines; split them\n",
 	}, {
 		name:  "testdata and hidden directories are skipped",
-		files: map[string]string{"hold/testdata/b.go": long, "hold/.x/b.go": long, "hold/c.go": short},
-		args:  []string{"-fail-under", "hold"},
+		files: map[string]string{"hold/testdata/b.go": long, "hold/.x/b.go": long, "hold/_y/b.go": long, "hold/c.go": short},
 		code:  exitOK,
 	}, {
 		name:  "a lower limit",
-		files: map[string]string{"hold/b.go": short},
-		args:  []string{"-max", "79", "-fail-under", "hold", "./hold"},
+		files: map[string]string{"hold/b.go": short, "cmd/a.go": long},
+		args:  []string{"-max", "79", "./hold"},
 		code:  exitLong,
 		out: []string{
-			filepath.Join("hold", "b.go") + ":3 Short 80",
-			filepath.Join("hold", "b.go") + ":86 T.ShortM 80",
+			at("hold/b.go", "3 Short 80"),
+			at("hold/b.go", "86 T.ShortM 80"),
 		},
+		stderr: "funclen: 2 functions over 79 lines; split them\n",
 	}, {
 		name:  "a file that does not parse is a usage error",
 		files: map[string]string{"hold/b.go": "package p\nfunc {"},
-		args:  []string{"-fail-under", "hold"},
+		args:  []string{"-warn-only", "testbin"},
 		code:  exitUsage,
 	}, {
 		name:  "no Go files is a usage error",
 		files: map[string]string{"README": "x"},
+		code:  exitUsage,
+	}, {
+		name:  "the old -fail-under flag is a usage error",
+		files: map[string]string{"hold/b.go": short},
+		args:  []string{"-fail-under", "hold"},
 		code:  exitUsage,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,8 +146,8 @@ func TestFuncLen(t *testing.T) {
 				want = strings.Join(tc.out, "\n") + "\n"
 			}
 			require.Equal(t, want, stdout.String())
-			if code == exitLong {
-				require.Contains(t, stderr.String(), "under hold")
+			if code != exitUsage {
+				require.Equal(t, tc.stderr, stderr.String())
 			}
 		})
 	}
