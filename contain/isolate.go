@@ -9,10 +9,6 @@ import (
 	"strings"
 )
 
-// PidInitArg is the hidden argv[1] of the PID-namespace init (--private-pids):
-// `__octostore-pidinit UID:GID|- -- PROGRAM ARGS...`.
-const PidInitArg = "__octostore-pidinit"
-
 // Isolation separates the worker (only the worker: never the hold, the shims
 // or the guardian) from the supervisor side, beyond its container.
 type Isolation struct {

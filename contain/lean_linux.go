@@ -18,10 +18,6 @@ import (
 	"github.com/octostore-supervisor/supervisor/platform/survivor"
 )
 
-// SuperviseArg is the hidden argv[1] of a supervisor that continues its run
-// in the lean helper image (SuperviseLean).
-const SuperviseArg = "__octostore-supervise"
-
 // SuperviseLean runs Supervise, as root in the lean helper image rather than
 // in this binary where that image is bundled: it hands the run over to the
 // image through execve, in this same process, before anything of the run

@@ -8,10 +8,6 @@ import (
 	"os"
 )
 
-// SuperviseArg is the hidden argv[1] of a supervisor continued in the lean
-// helper image, which only Linux bundles.
-const SuperviseArg = "__octostore-supervise"
-
 // SuperviseLean is Supervise: only Linux bundles a lean helper image for the
 // supervisor to continue in.
 func SuperviseLean(ctx context.Context, cfg Config) int { return Supervise(ctx, cfg) }

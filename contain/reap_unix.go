@@ -5,12 +5,70 @@ package contain
 import (
 	"errors"
 	"os"
+	"os/signal"
+	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/octostore-supervisor/supervisor/platform"
 )
+
+// reaper reaps every child of this process (direct ones and re-parented orphans)
+// whenever SIGCHLD arrives and hands each status to watch. Each wait4 and its watch
+// call run under lock, so code that signals a child by pid under the same lock
+// knows the pid is still unreaped and cannot have been recycled. Nothing else in
+// the process may call wait. Where the kernel has no pidfd and no cgroup (macOS)
+// a child that leads a group or session with live members is kept as a zombie
+// until they are gone (newChildReaper, leaderReaper).
+func reaper(lock sync.Locker, watch func(pid int, ws unix.WaitStatus)) {
+	reapWith(lock, watch, newChildReaper())
+}
+
+// reapAny is the shim's reaper: its only child is its group's program, whose
+// exit is reported when it happens, even if the program made itself a leader.
+func reapAny(lock sync.Locker, watch func(pid int, ws unix.WaitStatus)) {
+	reapWith(lock, watch, anyChild{})
+}
+
+func reapWith(lock sync.Locker, watch func(pid int, ws unix.WaitStatus), cr childReaper) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGCHLD)
+	reapOne := func() bool {
+		lock.Lock()
+		defer lock.Unlock()
+		var ws unix.WaitStatus
+		pid, err := cr.next(&ws)
+		if pid <= 0 || err != nil {
+			return false
+		}
+		watch(pid, ws)
+		return true
+	}
+	reap := func() {
+		for reapOne() {
+		}
+	}
+	go func() {
+		reap() // children that died before Notify took effect
+		for {
+			select {
+			case <-ch:
+			case <-cr.retry(): // a kept leader's group may have emptied
+			}
+			reap()
+		}
+	}()
+}
+
+// exitCodeOf maps a wait status to the shell convention (128+signal when killed).
+func exitCodeOf(ws unix.WaitStatus) (code, sig int) {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal()), int(ws.Signal())
+	}
+	return ws.ExitStatus(), 0
+}
 
 // childReaper decides which exited child the reaper collects next.
 type childReaper interface {

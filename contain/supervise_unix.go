@@ -26,9 +26,6 @@ func catchSignals(sigs chan os.Signal, _ io.Writer) func() {
 	return func() { signal.Stop(sigs) }
 }
 
-// envKeyEqual compares environment variable names: case matters on unix.
-func envKeyEqual(a, b string) bool { return a == b }
-
 // prepareSupervisor cleans up after dead runs and sets the process attributes
 // the guardian design relies on, before anything of this run starts.
 func prepareSupervisor(cfg Config, diag io.Writer) error {
@@ -238,6 +235,16 @@ func (h *guardianHost) close() {
 		h.link.kill() // normally already reaped; bounded either way
 	}
 	h.backstop.Close()
+}
+
+// A run's cgroups are <parent>/run-<supervisor pid>.<start>-<guardian pid>.<start>
+// with one leaf per group. The name carries both owners' identities (pid plus
+// start time) so that a later sweep can tell, without any state file, whether
+// either of them is still alive.
+const runPrefix = "run-"
+
+func runName(sup, guardian platform.Proc) string {
+	return fmt.Sprintf("%s%d.%d-%d.%d", runPrefix, sup.Pid, sup.StartTicks, guardian.Pid, guardian.StartTicks)
 }
 
 // nameRun names the run's cgroup after the supervisor and the guardian (pid and

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/windows"
@@ -13,31 +12,13 @@ import (
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
-// Hidden argv[1] values of the unix helper processes. Windows has no helper
-// processes (job objects take the guardian's and the shims' place), so the
-// command line refuses them here: GuardianMain, ShimMain and JoinMain only
-// report that.
-const (
-	GuardianArg = "__octostore-guardian"
-	ShimArg     = "__octostore-shim"
-	JoinArg     = "__octostore-join"
-)
+// The supervisor's platform pieces on Windows, the counterparts of those in
+// supervise_unix.go. The host itself, job objects in place of the guardian, is
+// host_windows.go.
 
 // eventChannel is the hold's stdout (w) and the supervisor's end of it (r): an
 // anonymous pipe, which no other process can open by name.
 func eventChannel() (r, w *os.File, err error) { return os.Pipe() }
-
-// GuardianMain refuses: there is no guardian on Windows.
-func GuardianMain() int {
-	fmt.Fprintln(os.Stderr, "octostore-supervisor: there is no guardian process on Windows")
-	return ExitSoftware
-}
-
-// ShimMain refuses: there are no shims on Windows.
-func ShimMain() int {
-	fmt.Fprintln(os.Stderr, "octostore-supervisor: there is no shim process on Windows")
-	return ExitSoftware
-}
 
 // consoleSignal maps the console control events a handler of ours takes to the
 // signal the lifecycle acts on: Ctrl-C is SIGINT (exit 130), Ctrl-Break is
@@ -82,10 +63,6 @@ func catchSignals(sigs chan os.Signal, diag io.Writer) func() {
 		signal.Stop(sigs)
 	}
 }
-
-// envKeyEqual compares environment variable names: Windows ignores their case,
-// so a secret spelled octostore_token is still the secret.
-func envKeyEqual(a, b string) bool { return strings.EqualFold(a, b) }
 
 // prepareSupervisor has nothing to do on Windows: no earlier run can be left
 // behind (its jobs died with its handles), and there is no pid limit to

@@ -9,9 +9,103 @@ import (
 	"sync"
 )
 
-// msg is one message between supervisor, guardian and shims. The channels are
-// anonymous socketpairs inherited at start; nothing else in the system can write to
-// them, so unlike the reference's files and FIFOs they cannot be forged by a worker.
+// The messages of a supervised run on unix, in the order they are sent. S is
+// the supervisor, G its guardian, H and W the processes that root the hold's
+// and the worker's groups (a shim each, ShimMain; for the embedded hold, H is
+// the hold itself, HoldRootMain, which speaks the shim's side), and P a
+// group's program. Each arrow between S, G, H and W is one msg on a
+// socketpair that the parent made (socketpair) and the child inherited as fd
+// 3 (fdCtl): one S-G pair per run, one G-H and one G-W pair. S makes one
+// request at a time and takes the reply that repeats its ID (one to a request
+// that timed out is dropped). G's requests to a root carry no ID: G reads the
+// answer to init before it reads anything else from that root, and W answers
+// start before it can report an exit. The double arrows are not messages:
+// they are lines of the hold's event stream.
+//
+//	S                 G                 H                 W
+//	|-- start G ----->|                 |                 |  (1)
+//	|-- init -------->|                 |                 |
+//	|                 |-- start H ----->|                 |  (2)
+//	|                 |-- init -------->|                 |
+//	|                 |                 |  starts P       |
+//	|                 |<------- ready --|                 |
+//	|                 |-- start W ----------------------->|  (2)
+//	|                 |-- init -------------------------->|  (3)
+//	|                 |<------------------------- ready --|
+//	|<------- ready --|                 |                 |
+//	|<======================== events ==|                 |  (4)
+//	|-- arm --------->|                 |                 |  (5)
+//	|<--------- arm --|                 |                 |
+//	|-- start ------->|                 |                 |
+//	|                 |-- start ------------------------->|  (5)
+//	|                 |                 |                 |  starts P
+//	|                 |<------------------------- start --|
+//	|<------- start --|                 |                 |
+//	|                 |<------------------------ exited --|  (6)
+//	|<------ exited --|                 |                 |  (6)
+//	|<----- expired --|                 |                 |  (6)
+//	|  stop, where every run ends:
+//	|-- contain ----->|                 |                 |  (7)
+//	|<----- contain --|                 |                 |
+//	|-- release ----->|                 |                 |  (7)
+//	|                 |-- release ----->|                 |
+//	|<----- release --|                 |                 |
+//	|<====================== released ==|                 |
+//	|-- exit -------->|                 |                 |  (7)
+//	|<-------- exit --|                 |                 |
+//
+//  1. GuardianArg, in a session of its own. Its fds: 0 the hold's stdin (a
+//     pipe holding the bearer token, or /dev/null), 3 its end of the S-G
+//     pair, 4 the event channel's write end, 5 the worker's output, 6 on what
+//     it keeps open for the run (the interlock and the host lock, a
+//     --worker-user claim) and, where it runs the lean image, the embedded
+//     hold's image (HoldImageFd).
+//  2. ShimArg, each in a process group of its own; G starts H, sends init and
+//     reads ready before it starts W. Their fds: 0 the program's stdin (H:
+//     G's fd 0; W: /dev/null), 3 their end of their pair with G, 4 and 5 the
+//     program's stdout and stderr (H: the event channel and G's stderr; W:
+//     G's fd 5 and stderr, or a --worker-user worker's relay pipes), 6 the
+//     group's cgroup leaf under the cgroup backend (shims only). The embedded
+//     hold's H is started through HoldRootArg and starts no P.
+//  3. W's init is gated: W starts nothing until start, except under
+//     --private-pids the worker's namespace init, which waits on a pipe of
+//     W's (waitingInit).
+//  4. P's stdout is the event channel. G passes its write end to H and closes
+//     its own copy, so the events go from the hold to S and G never reads one.
+//  5. arm: at leader or acquired and at each renewal, deadline generation
+//     gen+1 only. G starts W's program only before the armed deadline, and
+//     start carries it (FireMs) to W, which checks it again before the exec;
+//     under --private-pids W's start is a write to the waiting init's pipe.
+//  6. Notifications. exited: P ended; from G with Code -1, Err and Report
+//     when a shim itself died, after G contained its group (the embedded
+//     hold's death is its own exit). expired: the armed deadline fired and G
+//     contained W's group on its own clock, whatever S was doing.
+//  7. The one teardown (run.stop). contain: the worker group, W's tree proven
+//     empty, W killed. release: only once that is proven, and only if the
+//     hold has neither ended nor sent its terminal event (H sends P SIGTERM,
+//     the embedded hold sends it to itself; H does not reply, the hold's
+//     terminal event does). exit: G contains H's group and whatever else is
+//     left below it (NoGrace, without a TERM the hold could release on, when
+//     the worker group was not proven empty), replies with the proof and
+//     ends; S reaps it.
+//
+// A socket that closes says something too. G reading EOF from S contains both
+// groups at once and says so on stderr; H or W reading EOF from G kill their
+// own tree (the embedded hold exits); G reading EOF from H or W before it
+// killed them contains that group (the exited of note 6).
+//
+// `run` has no H: its init is Ungated, so W starts the command at once and
+// its ready carries the pid; then signal and probe (answered by G, which
+// signals or counts W's tree itself), contain and exit, without arm, start or
+// release. On Windows there is no G, H or W: the job-object host
+// (host_windows.go) hands the lifecycle the same exited and expired
+// notifications in process.
+
+// msg is one message between supervisor, guardian and shims: one struct for
+// every operation, of which each uses a few fields (listed with the operations
+// below). The channels are anonymous socketpairs inherited at start; nothing
+// else in the system can write to them, so unlike the reference's files and
+// FIFOs they cannot be forged by a worker.
 type msg struct {
 	Op    string `json:"op"`
 	Reply bool   `json:"reply,omitempty"` // answers the request with the same ID
@@ -36,7 +130,7 @@ type msg struct {
 	Isolation  *Isolation `json:"isolation,omitempty"`    // init, shim init: how the worker is isolated
 	NoNewPrivs bool       `json:"no_new_privs,omitempty"` // init, shim init: run mode's worker starts with no_new_privs
 	GraceMs    int64      `json:"grace_ms,omitempty"`
-	NoGrace    bool       `json:"no_grace,omitempty"` // contain: kill at once, no TERM phase
+	NoGrace    bool       `json:"no_grace,omitempty"` // contain, exit: kill at once, no TERM phase
 	ProofMs    int64      `json:"proof_ms,omitempty"`
 	// init: containment reports carry each cgroup leaf's CPU time, peak
 	// memory and the limit it hit (run --json prints them); supervise asks
@@ -59,19 +153,57 @@ type msg struct {
 	Live   int     `json:"live,omitempty"` // probe reply: processes still running in the group
 }
 
-// Operations.
+// Operations, and the fields of msg each one uses besides Op (S supervisor,
+// G guardian, H and W the roots of the hold and worker groups, as drawn at
+// the top of this file). A request from S carries ID, and its reply repeats
+// ID with Reply set; a reply's Op is its request's, except that init is
+// answered by ready. Err in a reply says the request failed. Requests from G
+// to a root carry no ID, and notifications neither ID nor Reply. A field not
+// listed for an operation is left unset.
+//
+//	op       from -> to       request                     reply
+//	init     S -> G           Argv Env EmbeddedHold       ready: Err
+//	                          HoldImageFd WorkerArgv
+//	                          WorkerEnv Ungated Isolation
+//	                          NoNewPrivs Backend RunName
+//	                          GraceMs ProofMs Stats
+//	init     G -> H (shim)    Argv Env Leaf Join          ready: Pid Err
+//	init     G -> H (hold)    -                           ready: Pid
+//	init     G -> W           Gated Argv Env Isolation    ready: Pid Err
+//	                          NoNewPrivs Leaf Join
+//	arm      S -> G           Gen FireMs KillMs           Err
+//	start    S -> G           Env                         Pid Err
+//	start    G -> W           Env FireMs                  Pid Err
+//	contain  S -> G           Group NoGrace               Report Exited Code
+//	                                                      Signal Err
+//	release  S -> G           -                           -
+//	release  G -> H           -                           (none)
+//	exit     S -> G           NoGrace                     Report
+//	signal   S -> G (run)     Signal                      -
+//	probe    S -> G (run)     Group                       Live Err
+//	exited   W, H -> G        Code Signal Pid             (notification)
+//	exited   G -> S           Group Code Signal, or for   (notification)
+//	                          a dead shim Group Code(-1)
+//	                          Err Report
+//	expired  G -> S           Gen Report                  (notification)
+//
+// Leaf and Join are set only under the cgroup backend. ready's Pid is the
+// program's when the root started it at once (H's, and W's in run), the
+// hold's own from the embedded hold; the embedded hold's exited has Code
+// only. A program's exit that G takes during a teardown is not forwarded as
+// exited but returned in contain's reply (Exited, Code, Signal).
 const (
-	opInit    = "init"    // supervisor -> guardian, guardian -> shim
-	opReady   = "ready"   // reply to init
-	opArm     = "arm"     // supervisor -> guardian: a new deadline generation
-	opStart   = "start"   // start the gated worker
-	opContain = "contain" // tear a group down and prove it empty
-	opRelease = "release" // SIGTERM the hold's own process so it can release the lease
-	opExit    = "exit"    // orderly end
-	opExited  = "exited"  // a group's main process ended (notification)
-	opExpired = "expired" // the armed deadline fired; the worker group was contained (notification)
-	opSignal  = "signal"  // run: forward a signal to every member of the worker group
-	opProbe   = "probe"   // run --until-empty: how many processes of a group still run
+	opInit    = "init"    // S -> G, G -> H and W: start the groups
+	opReady   = "ready"   // the reply to init
+	opArm     = "arm"     // S -> G: a new deadline generation
+	opStart   = "start"   // S -> G -> W: start the gated worker
+	opContain = "contain" // S -> G: tear a group down and prove it empty
+	opRelease = "release" // S -> G -> H: SIGTERM the hold's own process so it can release the lease
+	opExit    = "exit"    // S -> G: contain everything left and end
+	opExited  = "exited"  // W, H -> G -> S: a group's main process ended (notification)
+	opExpired = "expired" // G -> S: the armed deadline fired; the worker group was contained (notification)
+	opSignal  = "signal"  // S -> G, run: forward a signal to every member of the worker group
+	opProbe   = "probe"   // S -> G, run --until-empty: how many processes of a group still run
 )
 
 // conn is a JSON-lines channel. Writes are serialised; reads happen on one

@@ -126,7 +126,7 @@ func TestCoverageIndexNamesExistingTests(t *testing.T) {
 	index := string(self[:regexp.MustCompile(`\nimport \(`).FindIndex(self)[0]])
 	defined := map[string]bool{}
 	funcRe := regexp.MustCompile(`(?m)^func (Test\w+)\(`)
-	for _, glob := range []string{"*_test.go", filepath.Join("..", "internal", "holdcli", "*_test.go")} {
+	for _, glob := range []string{"*_test.go", filepath.Join("..", "cmd", "internal", "holdcli", "*_test.go")} {
 		files, err := filepath.Glob(glob)
 		require.NoError(t, err)
 		for _, f := range files {

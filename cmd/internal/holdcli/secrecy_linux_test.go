@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin.octostore, bin.authority = filepath.Join(dir, "octostore"), filepath.Join(dir, "authority")
-	for _, b := range [][]string{{"-o", bin.octostore, "../../cmd/octostore"}, {"-o", bin.authority, "../../testbin/authority"}} {
+	for _, b := range [][]string{{"-o", bin.octostore, "../../octostore"}, {"-o", bin.authority, "../../../testbin/authority"}} {
 		if out, err := proctest.GoBuild(b...).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "go build %v: %v\n%s", b, err, out)
 			os.Exit(2)

@@ -22,7 +22,7 @@ import (
 func TestMain(m *testing.M) {
 	proctest.Main(m, func(tmp string) error {
 		var err error
-		fenceworker, err = proctest.Build(tmp, "../../testbin/fenceworker")
+		fenceworker, err = proctest.Build(tmp, "../../../testbin/fenceworker")
 		return err
 	})
 }

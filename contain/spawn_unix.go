@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
 	"strconv"
-	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -16,49 +14,14 @@ import (
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
-// Hidden argv[1] values that turn the supervisor binary into one of its helper
-// processes. They are internal, not a user interface.
-const (
-	GuardianArg = "__octostore-guardian"
-	ShimArg     = "__octostore-shim"
-	JoinArg     = "__octostore-join" // enter a cgroup leaf, then exec (clone3 refused)
-)
-
-// reservedThreads is how many OS threads each of our processes creates at start
-// (platform.ReserveThreads). Measured, not guessed (docs/benchmarks.md,
-// "2026-12-04, morning"): without a reserve a helper reaches 7-9 threads in
-// ordinary runs and up to 14-16 beside the escape matrix's fork storms, when
-// every /proc read and kill is slow and the runtime hands off its Ps; with 12
-// reserved each has 15-20, and none of 324 helpers counted over the same tests
-// created one between a second after its reserve and its end.
-// With 6 reserved (11 threads) and one more goroutine polling, a helper died
-// in newosproc in 2 of 15 runs of TestHole7PidExhaustion.
-const reservedThreads = 12
-
-// ownProcs is the most Ps any process of ours runs with: the supervisor caps
-// itself at it (reserveThreads), the thread reserve is sized for it.
-const ownProcs = 2
-
-// helperProcs is the GOMAXPROCS of every helper (the guardian, the shims, the
-// embedded hold's root) and of a supervisor continued in the lean image, given
-// in its environment so that the runtime starts with it: set later, the
-// second P and its cache of partly used heap spans already exist. That cache
-// is about 0.2-0.3 MB of every process, and none of them has work for two Ps
-// at once: interleaved against two Ps, the gate, teardown and the tree and
-// fork-storm rows did not grow (docs/benchmarks.md, "2026-12-04, late
-// morning").
-const helperProcs = 1
-
-// reserveThreads caps GOMAXPROCS at ownProcs, then reserves the threads. The
-// reserve is sized for ownProcs: with the host's GOMAXPROCS the GC alone runs
-// a quarter of the Ps at once, and on a many-core host it would start threads
-// after the reserve, each a clone that fails, aborting the process, once a
-// same-user worker has used up RLIMIT_NPROC. None of our processes has work
-// for more than two Ps.
-func reserveThreads() {
-	runtime.GOMAXPROCS(min(runtime.GOMAXPROCS(0), ownProcs))
-	platform.ReserveThreads(reservedThreads)
-}
+// How our processes start each other, and what each does first. The parent
+// starts a helper from this binary or the lean image with its hidden argv[1]
+// (helpermain.go), the environment helperEnv gives, a session or process
+// group of its own, and its descriptors at the fixed numbers below, one of
+// them a socketpair to the parent. The helper marks what it inherited
+// close-on-exec (adoptInherited), outlives the signals meant for its group
+// (absorbSignals) and talks over fdCtl (inheritedConn). Which image each
+// starts from is exe_*.go's; the order of the messages, wire.go's.
 
 // Inherited descriptor numbers of the helper processes.
 const (
@@ -101,61 +64,6 @@ func absorbSignals() {
 		for range ch {
 		}
 	}()
-}
-
-// reaper reaps every child of this process (direct ones and re-parented orphans)
-// whenever SIGCHLD arrives and hands each status to watch. Each wait4 and its watch
-// call run under lock, so code that signals a child by pid under the same lock
-// knows the pid is still unreaped and cannot have been recycled. Nothing else in
-// the process may call wait. Where the kernel has no pidfd and no cgroup (macOS)
-// a child that leads a group or session with live members is kept as a zombie
-// until they are gone (newChildReaper, leaderReaper).
-func reaper(lock sync.Locker, watch func(pid int, ws unix.WaitStatus)) {
-	reapWith(lock, watch, newChildReaper())
-}
-
-// reapAny is the shim's reaper: its only child is its group's program, whose
-// exit is reported when it happens, even if the program made itself a leader.
-func reapAny(lock sync.Locker, watch func(pid int, ws unix.WaitStatus)) {
-	reapWith(lock, watch, anyChild{})
-}
-
-func reapWith(lock sync.Locker, watch func(pid int, ws unix.WaitStatus), cr childReaper) {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGCHLD)
-	reapOne := func() bool {
-		lock.Lock()
-		defer lock.Unlock()
-		var ws unix.WaitStatus
-		pid, err := cr.next(&ws)
-		if pid <= 0 || err != nil {
-			return false
-		}
-		watch(pid, ws)
-		return true
-	}
-	reap := func() {
-		for reapOne() {
-		}
-	}
-	go func() {
-		reap() // children that died before Notify took effect
-		for {
-			select {
-			case <-ch:
-			case <-cr.retry(): // a kept leader's group may have emptied
-			}
-			reap()
-		}
-	}()
-}
-
-// exitCodeOf maps a wait status to the shell convention (128+signal when killed).
-func exitCodeOf(ws unix.WaitStatus) (code, sig int) {
-	if ws.Signaled() {
-		return 128 + int(ws.Signal()), int(ws.Signal())
-	}
-	return ws.ExitStatus(), 0
 }
 
 // socketpair returns two connected stream sockets, both close-on-exec. The
@@ -255,14 +163,4 @@ func startProcess(exe string, argv, env []string, files []*os.File, setsid bool)
 		return 0, fmt.Errorf("start %s: %w", argv[1], err)
 	}
 	return pid, nil
-}
-
-// A run's cgroups are <parent>/run-<supervisor pid>.<start>-<guardian pid>.<start>
-// with one leaf per group. The name carries both owners' identities (pid plus
-// start time) so that a later sweep can tell, without any state file, whether
-// either of them is still alive.
-const runPrefix = "run-"
-
-func runName(sup, guardian platform.Proc) string {
-	return fmt.Sprintf("%s%d.%d-%d.%d", runPrefix, sup.Pid, sup.StartTicks, guardian.Pid, guardian.StartTicks)
 }
