@@ -30,7 +30,8 @@ type Hold func(stdin io.Reader, stdout, stderr io.Writer) int
 // whose programs may fork, daemonize and ignore signals; the embedded hold is
 // this binary's own code and starts no process, so its group is the one
 // process and the shim would be a whole Go process per run that roots nothing
-// (about a fifth of a run's memory at scale, docs/benchmarks.md). What the
+// (about a fifth of a run's memory at scale, docs/benchmarks.md,
+// "What we tried, and what we kept"). What the
 // shim did for the group, this process does itself:
 //   - it speaks the shim's protocol on fd 3, so the guardian treats the group
 //     like any other: it reports the hold's exit (opExited) and turns opRelease

@@ -10,7 +10,7 @@ import (
 
 // reservedThreads is how many OS threads each of our processes creates at start
 // (platform.ReserveThreads). Measured, not guessed (docs/benchmarks.md,
-// "2026-12-04, morning"): without a reserve a helper reaches 7-9 threads in
+// "What we tried, and what we kept"): without a reserve a helper reaches 7-9 threads in
 // ordinary runs and up to 14-16 beside the escape matrix's fork storms, when
 // every /proc read and kill is slow and the runtime hands off its Ps; with 12
 // reserved each has 15-20, and none of 324 helpers counted over the same tests
@@ -29,8 +29,8 @@ const ownProcs = 2
 // second P and its cache of partly used heap spans already exist. That cache
 // is about 0.2-0.3 MB of every process, and none of them has work for two Ps
 // at once: interleaved against two Ps, the gate, teardown and the tree and
-// fork-storm rows did not grow (docs/benchmarks.md, "2026-12-04, late
-// morning").
+// fork-storm rows did not grow (docs/benchmarks.md,
+// "What we tried, and what we kept").
 const helperProcs = 1
 
 // reserveThreads caps GOMAXPROCS at ownProcs, then reserves the threads. The

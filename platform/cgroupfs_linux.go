@@ -21,8 +21,8 @@ import (
 // initialisation of everything its binary links: containerd/cgroups/v3 brings
 // protobuf (its stats types), cilium/ebpf (device rules), godbus and logrus.
 // Measured on a static build here, a program that only links cgroup2 idles at
-// 5.7 MB RSS against 2.3 MB without it (docs/benchmarks.md, "the helpers
-// without containerd/cgroups"), in every helper of every run.
+// 5.7 MB RSS against 2.3 MB without it (docs/benchmarks.md,
+// "What we tried, and what we kept"), in every helper of every run.
 
 // MakeCgroup creates the cgroup dir below top, the highest cgroup whose
 // cgroup.subtree_control is ours to write (the cgroup v2 mount, or a cgroup

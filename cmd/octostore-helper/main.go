@@ -3,7 +3,8 @@
 // authorities' clients or the command line. `make build` appends it to the
 // supervisor's binary (internal/helperimage); it is never installed or run on
 // its own. Linking only what a helper runs makes each helper start in about a
-// third of the time and with less memory (docs/benchmarks.md).
+// third of the time and with less memory (docs/benchmarks.md,
+// "What we tried, and what we kept").
 package main
 
 import (

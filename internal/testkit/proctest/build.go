@@ -128,7 +128,8 @@ func goBuild(root, tags, out, pkg string) error {
 // program a test starts is the static binary users install. A cgo build links
 // glibc, whose 8 MB thread stacks and per-thread malloc arenas, dynamic loader
 // and libc pages change start-up, exit and memory: a helper's exit took
-// several times longer than the static one's (docs/benchmarks.md).
+// several times longer than the static one's (docs/benchmarks.md,
+// "What we tried, and what we kept").
 func GoBuild(args ...string) *exec.Cmd {
 	cmd := exec.Command("go", append([]string{"build"}, args...)...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
