@@ -29,7 +29,7 @@ import (
 // what the tests need; only the bench needs this).
 var floorBin = sync.OnceValues(func() (string, error) {
 	path := filepath.Join(bins.dir, "floor")
-	out, err := proctest.GoBuild("-o", path, "../../floor").CombinedOutput()
+	out, err := proctest.GoBuild("-o", path, filepath.Join(moduleRoot, "testbin", "floor")).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go build testbin/floor: %w\n%s", err, out)
 	}

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 // script checks its daemons; TestMain checks every descendant).
 func TestDemoScript(t *testing.T) {
 	defaultPassOnly(t) // the demo runs with the backend auto picks
-	text := runDemo(t, "../../../demo.sh", 2*time.Minute)
+	text := runDemo(t, filepath.Join(moduleRoot, "demo.sh"), 2*time.Minute)
 	for _, want := range []string{
 		`"event":"leader"`, `"event":"waiting"`, "waits (its worker has not started: right)",
 		"containment came first", "found (in /proc) agent-", "exited 143", "done: nothing the demo started is left",
@@ -32,7 +33,7 @@ func TestDemoScript(t *testing.T) {
 // stops its members by pid and checks them gone.
 func TestDemoClusterScript(t *testing.T) {
 	defaultPassOnly(t)
-	text := runDemo(t, "../../../demo-cluster.sh", 3*time.Minute, "OCTOSTORE_DEMO_ETCD="+etcdServer(t).Path)
+	text := runDemo(t, filepath.Join(moduleRoot, "demo-cluster.sh"), 3*time.Minute, "OCTOSTORE_DEMO_ETCD="+etcdServer(t).Path)
 	for _, want := range []string{
 		"m0 m1 m2", `"event":"leader"`, `"event":"waiting"`, "waits (its worker has not started: right)",
 		"the cluster's leader", "renewed through the new etcd leader", "no terminal line from either agent",

@@ -228,7 +228,7 @@ func (f *faultScene) contend(t *testing.T, cand, server string, wrong bool) *run
 	}
 	// The supervisor takes a program without arguments.
 	worker := filepath.Join(dir, "worker.sh")
-	script := fmt.Sprintf("#!/bin/sh\nexec '%s' '%s' '%s'\n", fenceworkerBin(t), f.fence.Path(), cand)
+	script := fmt.Sprintf("#!/bin/sh\nexec '%s' '%s' '%s'\n", bins.fenceworker, f.fence.Path(), cand)
 	require.NoError(t, os.WriteFile(worker, []byte(script), 0o755))
 	args = append(append(args, containmentFlags()...), f.room, cand, worker)
 	if wrong {
@@ -762,24 +762,6 @@ func (w *watchRun) exited() bool {
 	default:
 		return false
 	}
-}
-
-var fenceworkerBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// fenceworkerBin builds testbin/fenceworker once (shared with later runs on
-// the same sources, as TestMain's helpers are).
-func fenceworkerBin(t *testing.T) string {
-	t.Helper()
-	fenceworkerBuild.once.Do(func() {
-		dir, err := proctest.BuildShared("..", []proctest.Program{{Name: "fenceworker", Pkg: "./testbin/fenceworker"}})
-		fenceworkerBuild.path, fenceworkerBuild.err = filepath.Join(dir, "fenceworker"), err
-	})
-	require.NoError(t, fenceworkerBuild.err)
-	return fenceworkerBuild.path
 }
 
 // goTB is a testing.TB for a goroutine other than the test's: Fatalf records

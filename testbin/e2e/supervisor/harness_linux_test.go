@@ -17,6 +17,10 @@ import (
 	"github.com/octostore-supervisor/supervisor/platform"
 )
 
+// moduleRoot is the module's top directory, from this package's: the programs
+// the tests build and the scripts they run are named from there.
+const moduleRoot = "../../.."
+
 // bins are built by TestMain, or found built from the same sources
 // (proctest.BuildShared): the supervisor with its test pause hooks compiled
 // in, the scripted hold, the misbehaving worker and the other helpers.
@@ -30,7 +34,7 @@ func TestMain(m *testing.M) {
 	}
 	// Built once for both runs of the suite (make test runs it per backend)
 	// and kept while the sources stay the same.
-	dir, err := proctest.BuildShared("../../..", []proctest.Program{
+	dir, err := proctest.BuildShared(moduleRoot, []proctest.Program{
 		{Name: "octostore", Pkg: "./cmd/octostore", Tags: "urfave_cli_no_docs"},
 		{Name: "authority", Pkg: "./testbin/authority"},
 		{Name: "octostore-supervisor", Pkg: "./cmd/octostore-supervisor", Tags: "octostore_testhooks,urfave_cli_no_docs", Images: []proctest.Image{ // as make build
