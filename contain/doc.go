@@ -34,14 +34,14 @@
 //	                     asks it; backstop timer; fallback teardown; startup sweep
 //	  run_unix.go        `run` on the same guardian
 //	  link_unix.go       requests to the guardian, its notifications; a stopped
-//	                     guardian (stopwatch_*.go)
+//	                     guardian (awaitstop_*.go)
 //	  hostgate.go        the name's interlock, host lock and survivor record
 //	  env.go, env_*.go   the worker's and the hold's environments
 //	  ready_*.go, rundir_unix.go, workeruser*.go
 //	                     the worker's ready file, root's runtime directory,
 //	                     --worker-user claims
 //	  lean_linux.go      hands the run over to the lean image (handover)
-//	  exe_*.go, helper_linux.go
+//	  exe_*.go, helpercache_linux.go
 //	                     which image the helpers start from; the image cache
 //	  backend*.go, limits*.go, isolate.go, doctor*.go
 //	                     resolved before a run starts (ResolveBackend,

@@ -25,7 +25,7 @@ var version = "dev"
 func main() {
 	// The guardian, shims and their helpers: internal, they bypass the command
 	// line entirely. (Started from this binary when no lean helper image is
-	// bundled with it: contain, helper_linux.go.)
+	// bundled with it: contain, helpercache_linux.go.)
 	if code, ok := contain.HelperMain(os.Args); ok {
 		os.Exit(code)
 	}

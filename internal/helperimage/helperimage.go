@@ -7,7 +7,7 @@
 // (the etcd client brings grpc and protobuf, whose initialisation is most of a
 // helper's start-up). So `make build` appends a binary that links only the
 // containment code to the supervisor's binary, and the supervisor starts its
-// helpers from that (contain, helper_linux.go); before it, a build of the hold
+// helpers from that (contain, helpercache_linux.go); before it, a build of the hold
 // client without the etcd client, which every embedded hold but an etcd one
 // runs from. Appending keeps one file to install and leaves the supervisor
 // itself unchanged: ELF loaders map what the program headers name and ignore
