@@ -17,9 +17,10 @@ import (
 // checking each claim by doing it: it executes the helper images from their
 // cache, enables a controller in a scratch cgroup, and on a systemd host asks
 // for the scope (scope) where our own cgroup was not delegated, moving itself
-// there as a run would. It removes what it created.
-func Doctor(scope ScopeFunc) Diagnosis {
-	var d Diagnosis
+// there as a run would. It removes what it created, and leaves a cgroup
+// delegated to it as it found it (ownCgroupAsFound).
+func Doctor(scope ScopeFunc) (d Diagnosis) {
+	defer d.ownCgroupAsFound()()
 
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
@@ -189,6 +190,59 @@ func (d *Diagnosis) ownCgroup(mount string) {
 	default:
 		d.add(name, true, dir+" and its cgroup.procs and cgroup.subtree_control are ours and writable (no systemd here)")
 	}
+}
+
+// ownCgroupAsFound notes our own cgroup and the controllers it passes on to
+// its children, and returns the function that puts both back. In a cgroup
+// delegated to us, doctor's checks do what a run does: they move every
+// process of it into SupervisorLeaf and enable controllers for the runs
+// below. A run keeps that for its life, and systemd removes a unit's cgroup
+// when the unit stops. A doctor must not keep it: as the ExecStartPre= of a
+// Delegate=yes unit it would leave the unit's cgroup with controllers
+// enabled, where the no internal process rule then refuses the unit's main
+// process (systemd fails it with 219/CGROUP).
+func (d *Diagnosis) ownCgroupAsFound() func() {
+	mount, err := platform.CgroupV2Mount()
+	if err != nil {
+		return func() {}
+	}
+	own, err := platform.OwnCgroupV2()
+	if err != nil || own == "/" {
+		return func() {}
+	}
+	dir := filepath.Join(mount, own)
+	before := strings.Fields(readTrim(filepath.Join(dir, "cgroup.subtree_control")))
+	return func() {
+		now, err := platform.OwnCgroupV2()
+		if err != nil || filepath.Join(mount, now) != filepath.Join(dir, SupervisorLeaf) {
+			return // not moved down by our checks: nothing to put back
+		}
+		if err := restoreCgroup(dir, before); err != nil {
+			d.add("own cgroup left as found", false, err.Error()+"; a process systemd starts in "+dir+" next may be refused")
+		}
+	}
+}
+
+// restoreCgroup disables in dir the controllers not in controllers, then
+// moves every process of its SupervisorLeaf back into it and removes the
+// leaf: the reverse of what vacated did, in the order cgroup v2 allows.
+func restoreCgroup(dir string, controllers []string) error {
+	for _, c := range strings.Fields(readTrim(filepath.Join(dir, "cgroup.subtree_control"))) {
+		if slices.Contains(controllers, c) {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("-"+c), 0); err != nil {
+			return fmt.Errorf("disable %s again in %s: %w", c, dir, err)
+		}
+	}
+	leaf := filepath.Join(dir, SupervisorLeaf)
+	if _, err := platform.MoveCgroupProcs(leaf, dir); err != nil {
+		return err
+	}
+	if err := unix.Rmdir(leaf); err != nil {
+		return fmt.Errorf("remove %s: %w", leaf, err)
+	}
+	return nil
 }
 
 // probeRunCgroup creates a scratch run below b.Parent as a run would (a leaf

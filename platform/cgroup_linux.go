@@ -230,7 +230,7 @@ func DelegateMarked(mount, dir string) bool {
 	return false
 }
 
-// vacateTries bounds VacateCgroup's rounds: a process that forks while it is
+// vacateTries bounds MoveCgroupProcs's rounds: a process that forks while it is
 // moved leaves its child behind, found by the next round.
 const vacateTries = 100
 
@@ -244,11 +244,17 @@ func VacateCgroup(dir, leaf string) (int, error) {
 	if err := os.Mkdir(sub, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return 0, fmt.Errorf("create %s: %w", sub, err)
 	}
+	return MoveCgroupProcs(dir, sub)
+}
+
+// MoveCgroupProcs moves every process in from (not below it) into to, and
+// returns how many it moved.
+func MoveCgroupProcs(from, to string) (int, error) {
 	moved := 0
 	for range vacateTries {
-		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		b, err := os.ReadFile(filepath.Join(from, "cgroup.procs"))
 		if err != nil {
-			return moved, fmt.Errorf("read %s/cgroup.procs: %w", dir, err)
+			return moved, fmt.Errorf("read %s/cgroup.procs: %w", from, err)
 		}
 		pids := strings.Fields(string(b))
 		if len(pids) == 0 {
@@ -257,11 +263,11 @@ func VacateCgroup(dir, leaf string) (int, error) {
 		for _, pid := range pids {
 			// One pid a write, as the kernel takes them; one that exited
 			// meanwhile (ESRCH) is gone from dir too.
-			if err := writeCgroupFile(sub, "cgroup.procs", pid); err != nil && !errors.Is(err, unix.ESRCH) {
-				return moved, fmt.Errorf("move process %s into %s: %w", pid, sub, err)
+			if err := writeCgroupFile(to, "cgroup.procs", pid); err != nil && !errors.Is(err, unix.ESRCH) {
+				return moved, fmt.Errorf("move process %s into %s: %w", pid, to, err)
 			}
 			moved++
 		}
 	}
-	return moved, fmt.Errorf("%s still holds processes after %d rounds of moving them into %s", dir, vacateTries, leaf)
+	return moved, fmt.Errorf("%s still holds processes after %d rounds of moving them into %s", from, vacateTries, to)
 }

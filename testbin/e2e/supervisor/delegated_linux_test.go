@@ -60,3 +60,31 @@ func TestRunRemovesCgroupsMadeBelowItsLeaves(t *testing.T) {
 	require.Contains(t, r.stderr(), "we moved into "+contain.SupervisorLeaf+"/ below it")
 	require.Empty(t, runDirsOf(t, parent, r.cmd.Process.Pid), "the outer run's cgroups are all gone")
 }
+
+// doctor checks a delegated cgroup by using it as a run would, moving every
+// process of it into supervisor/, but leaves it as it found it: as the
+// ExecStartPre= of a Delegate=yes unit, a cgroup left vacated with
+// controllers enabled refused the unit's main process (systemd's
+// 219/CGROUP, seen in the systemd VM's unit/doctor-pre-keeps-cgroup).
+func TestDoctorLeavesItsDelegatedCgroupAsFound(t *testing.T) {
+	defaultPassOnly(t)
+	t.Parallel()
+	cg := newCgroupParent(t)
+	for _, f := range []string{"", "cgroup.procs", "cgroup.subtree_control"} {
+		require.NoError(t, os.Chown(filepath.Join(cg, f), nobody, nobody))
+	}
+	subtree, err := os.ReadFile(filepath.Join(cg, "cgroup.subtree_control"))
+	require.NoError(t, err)
+	caller, _ := sleepIn(t, cg)
+	r := startCLIIn(t, cg, t.TempDir(), nobody, "doctor")
+	r.wait(bound)
+	require.Contains(t, r.out.String(), "we moved into "+contain.SupervisorLeaf+"/ below it", "doctor used the cgroup as a run would:\n%s%s", r.out.String(), r.stderr())
+	require.NotContains(t, r.out.String(), "own cgroup left as found", r.out.String())
+	procs, err := os.ReadFile(filepath.Join(cg, "cgroup.procs"))
+	require.NoError(t, err)
+	require.Equal(t, []string{strconv.Itoa(caller.Pid)}, strings.Fields(string(procs)), "the caller is back in the delegated cgroup, and only it")
+	require.NoDirExists(t, filepath.Join(cg, contain.SupervisorLeaf))
+	after, err := os.ReadFile(filepath.Join(cg, "cgroup.subtree_control"))
+	require.NoError(t, err)
+	require.Equal(t, string(subtree), string(after), "the controllers it passes on are as they were")
+}

@@ -65,7 +65,7 @@ KINDS=(run-daemon run-forkbomb election-sigterm)
 # 0.25 use at most 0.3 CPU-seconds per second over 5 s by cpu.stat (read from
 # outside) and are killed at --timeout.
 LIMITS=(svc-delegate:limits-refused svc:limits-oom-run svc:limits-oom-election svc:limits-forkbomb-pids svc:limits-cpu)
-UNIT_STEPS=(unit/start-leads unit/stop-released unit/kill-main-leaves-nothing)
+UNIT_STEPS=(unit/start-leads unit/stop-released unit/kill-main-leaves-nothing unit/doctor-pre-keeps-cgroup)
 
 selected() { [ -z "$ONLY" ] || [[ "$1" =~ $ONLY ]]; }
 uptime_s() { cut -d. -f1 /proc/uptime; }

@@ -6,6 +6,9 @@
 #                                  empty; nothing of the tree is left
 #   unit/kill-main-leaves-nothing  systemctl kill -s KILL --kill-whom=main: every
 #                                  process of the tree ends
+#   unit/doctor-pre-keeps-cgroup   with `doctor` as ExecStartPre= (systemd runs it
+#                                  in the unit's .control cgroup), the supervisor
+#                                  that follows still contains by cgroup
 unit_step() { # NAME VERDICT: records one step, with the unit's state in its log
   local f="$R/logs/${1//\//--}.log"
   {
@@ -96,6 +99,7 @@ unit_scenarios() {
   fi
   unit_start_stop
   unit_kill_main
+  unit_doctor_pre
   python3 "$G/e2e.py" kill "$UDIR" 2>>"$UDIR/cleanup.err"
 }
 
@@ -142,4 +146,24 @@ unit_kill_main() {
   fi
   [ "${v%% *}" != PASS ] || v=PASS
   unit_step unit/kill-main-leaves-nothing "$v"
+}
+
+unit_doctor_pre() {
+  local v lines
+  python3 "$G/e2e.py" kill "$UDIR" 2>>"$UDIR/cleanup.err"
+  rm -f "$UDIR/worker-started" "$UDIR/daemon.registered" "$UDIR/worker.registered"
+  printf '[Service]\nExecStartPre=/usr/local/bin/octostore-supervisor doctor\n' >"/etc/systemd/system/$UNIT.d/pre.conf"
+  timeout 30 systemctl daemon-reload
+  lines=$(wc -l <"$EVFILE" 2>/dev/null || echo 0)
+  timeout 60 systemctl start "$UNIT"
+  if unit_wait_lead 30; then
+    timeout 30 systemctl stop "$UNIT"
+    v=$(unit_released "$((lines + 1))")
+  else
+    v="the unit did not lead within 30s (unit $(timeout 10 systemctl is-active "$UNIT"))"
+    timeout 30 systemctl stop "$UNIT"
+  fi
+  rm -f "/etc/systemd/system/$UNIT.d/pre.conf"
+  timeout 30 systemctl daemon-reload
+  unit_step unit/doctor-pre-keeps-cgroup "$([ -z "$v" ] && echo PASS || echo "FAIL: $v")"
 }
