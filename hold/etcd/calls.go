@@ -64,11 +64,17 @@ const (
 
 // failureCode classifies an etcd error: "" means transient (retry); anything
 // else ends a hold before authority with exit 64 (the caller must fix
-// credentials or permissions).
+// credentials or permissions). A token the answering member does not know
+// (ErrInvalidAuthToken) or one issued before the auth store last changed
+// (ErrAuthOldRevision) says nothing against the credentials: etcd hands a new
+// token to every member through raft, so a member a moment behind refuses it,
+// and the client authenticates again on the next attempt. Wrong credentials
+// are ErrAuthFailed.
 func failureCode(err error) string {
 	switch {
-	case errors.Is(err, rpctypes.ErrAuthFailed), errors.Is(err, rpctypes.ErrInvalidAuthToken),
-		errors.Is(err, rpctypes.ErrUserEmpty), errors.Is(err, rpctypes.ErrAuthOldRevision):
+	case errors.Is(err, rpctypes.ErrInvalidAuthToken), errors.Is(err, rpctypes.ErrAuthOldRevision):
+		return ""
+	case errors.Is(err, rpctypes.ErrAuthFailed), errors.Is(err, rpctypes.ErrUserEmpty):
 		return codeAuthFailed
 	case errors.Is(err, rpctypes.ErrPermissionDenied), errors.Is(err, rpctypes.ErrAuthNotEnabled):
 		return codeForbidden

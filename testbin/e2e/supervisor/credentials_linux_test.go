@@ -181,3 +181,21 @@ func TestEtcdUnixSocketMembersArePeerChecked(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, relayed, "something was sent to a socket nobody serves")
 }
+
+// Wrong credentials end a hold at once, with exit 64 and the code that names
+// the fix, and are never printed; only a stale token is retried (hold/etcd,
+// failureCode).
+func TestEtcdWrongPasswordEndsTheHold(t *testing.T) {
+	t.Parallel()
+	srv := etcdServer(t)
+	c := etcdtest.Start(t, etcdtest.Options{Server: srv, Unix: true})
+	withEtcdAuth(t, c)
+	wrong := filepath.Join(t.TempDir(), "creds")
+	require.NoError(t, os.WriteFile(wrong, []byte("root:not-"+etcdPassword+"\n"), 0o600))
+	env := append(etcdEnv(srv), "OCTOSTORE_TOKEN_FILE="+wrong)
+	code, out, errb := octostoreCmd(t, bound, env, "lock", "hold", "jobs", "--json", "--server", c.UnixURL("/t32"), "--acquire-timeout", "10s")
+	require.Equal(t, 64, code, "%s%s", out, errb)
+	require.NotContains(t, out, `"event":"acquired"`)
+	require.Contains(t, out+errb, "authentication_failed")
+	require.NotContains(t, out+errb, "not-"+etcdPassword)
+}
