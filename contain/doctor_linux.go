@@ -211,38 +211,19 @@ func (d *Diagnosis) ownCgroupAsFound() func() {
 		return func() {}
 	}
 	dir := filepath.Join(mount, own)
-	before := strings.Fields(readTrim(filepath.Join(dir, "cgroup.subtree_control")))
+	before, err := platform.SubtreeControllers(dir)
+	if err != nil {
+		return func() {}
+	}
 	return func() {
 		now, err := platform.OwnCgroupV2()
 		if err != nil || filepath.Join(mount, now) != filepath.Join(dir, SupervisorLeaf) {
 			return // not moved down by our checks: nothing to put back
 		}
-		if err := restoreCgroup(dir, before); err != nil {
+		if err := platform.UnvacateCgroup(dir, SupervisorLeaf, before); err != nil {
 			d.add("own cgroup left as found", false, err.Error()+"; a process systemd starts in "+dir+" next may be refused")
 		}
 	}
-}
-
-// restoreCgroup disables in dir the controllers not in controllers, then
-// moves every process of its SupervisorLeaf back into it and removes the
-// leaf: the reverse of what vacated did, in the order cgroup v2 allows.
-func restoreCgroup(dir string, controllers []string) error {
-	for _, c := range strings.Fields(readTrim(filepath.Join(dir, "cgroup.subtree_control"))) {
-		if slices.Contains(controllers, c) {
-			continue
-		}
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("-"+c), 0); err != nil {
-			return fmt.Errorf("disable %s again in %s: %w", c, dir, err)
-		}
-	}
-	leaf := filepath.Join(dir, SupervisorLeaf)
-	if _, err := platform.MoveCgroupProcs(leaf, dir); err != nil {
-		return err
-	}
-	if err := unix.Rmdir(leaf); err != nil {
-		return fmt.Errorf("remove %s: %w", leaf, err)
-	}
-	return nil
 }
 
 // probeRunCgroup creates a scratch run below b.Parent as a run would (a leaf

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -230,7 +231,7 @@ func DelegateMarked(mount, dir string) bool {
 	return false
 }
 
-// vacateTries bounds MoveCgroupProcs's rounds: a process that forks while it is
+// vacateTries bounds moveCgroupProcs's rounds: a process that forks while it is
 // moved leaves its child behind, found by the next round.
 const vacateTries = 100
 
@@ -244,12 +245,47 @@ func VacateCgroup(dir, leaf string) (int, error) {
 	if err := os.Mkdir(sub, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return 0, fmt.Errorf("create %s: %w", sub, err)
 	}
-	return MoveCgroupProcs(dir, sub)
+	return moveCgroupProcs(dir, sub)
 }
 
-// MoveCgroupProcs moves every process in from (not below it) into to, and
+// SubtreeControllers lists the controllers dir passes on to its children
+// (its cgroup.subtree_control), as UnvacateCgroup takes them back.
+func SubtreeControllers(dir string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+	return strings.Fields(string(b)), err
+}
+
+// UnvacateCgroup undoes VacateCgroup and what followed it, in the order
+// cgroup v2 allows: it stops passing on the controllers not in keep (a
+// cgroup that passes any on may hold no process), moves every process of
+// leaf back into dir, and removes leaf. For a process that borrowed a cgroup
+// briefly, so that whoever owns it finds it as it was.
+func UnvacateCgroup(dir, leaf string, keep []string) error {
+	now, err := SubtreeControllers(dir)
+	if err != nil {
+		return fmt.Errorf("read %s/cgroup.subtree_control: %w", dir, err)
+	}
+	for _, c := range now {
+		if slices.Contains(keep, c) {
+			continue
+		}
+		if err := writeCgroupFile(dir, "cgroup.subtree_control", "-"+c); err != nil {
+			return fmt.Errorf("disable %s again in %s: %w", c, dir, err)
+		}
+	}
+	sub := filepath.Join(dir, leaf)
+	if _, err := moveCgroupProcs(sub, dir); err != nil {
+		return err
+	}
+	if err := unix.Rmdir(sub); err != nil {
+		return fmt.Errorf("remove %s: %w", sub, err)
+	}
+	return nil
+}
+
+// moveCgroupProcs moves every process in from (not below it) into to, and
 // returns how many it moved.
-func MoveCgroupProcs(from, to string) (int, error) {
+func moveCgroupProcs(from, to string) (int, error) {
 	moved := 0
 	for range vacateTries {
 		b, err := os.ReadFile(filepath.Join(from, "cgroup.procs"))

@@ -25,6 +25,10 @@ func TestVacateCgroupMovesEveryProcessDown(t *testing.T) {
 	moved, err = VacateCgroup(dir, "supervisor")
 	require.NoError(t, err, "a cgroup already vacated is left as it is")
 	require.Zero(t, moved)
+
+	require.NoError(t, UnvacateCgroup(dir, "supervisor", nil), "and put back as it was")
+	require.Len(t, strings.Fields(readFile(t, filepath.Join(dir, "cgroup.procs"))), 3)
+	require.NoDirExists(t, filepath.Join(dir, "supervisor"))
 }
 
 // systemd marks the cgroup of a unit with Delegate=yes (trusted.delegate from
