@@ -104,7 +104,6 @@ unit_scenarios() {
 }
 
 unit_start_stop() {
-  local v lines st left
   timeout 30 systemctl start "$UNIT"
   if unit_wait_lead 30; then
     unit_step unit/start-leads PASS
@@ -112,6 +111,14 @@ unit_start_stop() {
     unit_step unit/start-leads "FAIL: no worker and leader line within 30s (unit $(timeout 10 systemctl is-active "$UNIT")); last stdout line: $(tail -n 1 "$EVFILE" 2>/dev/null | cut -c1-300)"
   fi
 
+  unit_step unit/stop-released "$(unit_stop)"
+}
+
+# unit_stop: stops the unit and says PASS, or FAIL with why: its stdout must
+# end with released proven empty, the supervisor with 143 (SIGTERM after
+# containment), and nothing of the tree may be left.
+unit_stop() {
+  local v st left lines
   lines=$(wc -l <"$EVFILE" 2>/dev/null || echo 0)
   timeout 30 systemctl stop "$UNIT"
   v=$(unit_released "$((lines + 1))")
@@ -119,7 +126,7 @@ unit_start_stop() {
   [ "$st" = "exited 143" ] || v="${v:+$v; }the supervisor ended ${st:-(not recorded)}, want exited 143 (SIGTERM after containment)"
   left=$(python3 "$G/e2e.py" leftovers "$UDIR")
   [ "$left" = PASS ] || v="${v:+$v; }${left#FAIL: }"
-  unit_step unit/stop-released "$([ -z "$v" ] && echo PASS || echo "FAIL: $v")"
+  [ -z "$v" ] && echo PASS || echo "FAIL: $v"
 }
 
 unit_kill_main() {
@@ -149,21 +156,19 @@ unit_kill_main() {
 }
 
 unit_doctor_pre() {
-  local v lines
+  local v
   python3 "$G/e2e.py" kill "$UDIR" 2>>"$UDIR/cleanup.err"
   rm -f "$UDIR/worker-started" "$UDIR/daemon.registered" "$UDIR/worker.registered"
   printf '[Service]\nExecStartPre=/usr/local/bin/octostore-supervisor doctor\n' >"/etc/systemd/system/$UNIT.d/pre.conf"
   timeout 30 systemctl daemon-reload
-  lines=$(wc -l <"$EVFILE" 2>/dev/null || echo 0)
   timeout 60 systemctl start "$UNIT"
   if unit_wait_lead 30; then
-    timeout 30 systemctl stop "$UNIT"
-    v=$(unit_released "$((lines + 1))")
+    v=$(unit_stop)
   else
-    v="the unit did not lead within 30s (unit $(timeout 10 systemctl is-active "$UNIT"))"
+    v="FAIL: the unit did not lead within 30s (unit $(timeout 10 systemctl is-active "$UNIT"))"
     timeout 30 systemctl stop "$UNIT"
   fi
   rm -f "/etc/systemd/system/$UNIT.d/pre.conf"
   timeout 30 systemctl daemon-reload
-  unit_step unit/doctor-pre-keeps-cgroup "$([ -z "$v" ] && echo PASS || echo "FAIL: $v")"
+  unit_step unit/doctor-pre-keeps-cgroup "$v"
 }
