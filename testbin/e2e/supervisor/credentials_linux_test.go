@@ -163,7 +163,19 @@ func TestEtcdUnixSocketMembersArePeerChecked(t *testing.T) {
 	r.waitEvent("acquired", bound)
 	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, 143, r.wait(bound), r.stderr())
-	require.Equal(t, []string{"acquired", "released"}, r.events())
+	// A member a moment behind in raft refuses the token another member just
+	// issued; the hold retries that, announcing it as a transport_error
+	// waiting line before authority (hold/etcd, failureCode). Anything else
+	// before acquired, or after it, is a failure.
+	evs := r.events()
+	for len(evs) > 0 && evs[0] == "waiting" {
+		evs = evs[1:]
+	}
+	if len(evs) < len(r.events()) {
+		require.Equal(t, "transport_error", r.line("waiting")["reason_code"], r.stderr())
+		t.Logf("retried before authority; stderr:\n%s", r.stderr())
+	}
+	require.Equal(t, []string{"acquired", "released"}, evs, r.stderr())
 
 	shared := t.TempDir()
 	require.NoError(t, os.Chmod(shared, 0o1777))
