@@ -92,7 +92,7 @@ test-e2e-etcd:
 test-process-group:
 	OCTOSTORE_TEST_CONTAINMENT=process-group $(GO) test -race -count=1 -timeout 25m -parallel 2 $(E2E)
 
-# The systemd-host scenarios alone (issue 31; test-default runs them too): a
+# The systemd-host scenarios alone (test-default runs them too): a
 # Debian 12 VM with systemd under qemu runs `make build`'s binaries in every
 # start-up mode. Root; the image is built once into /var/cache
 # (testbin/e2e/systemdhost, internal/testkit/systemdvm).

@@ -13,7 +13,7 @@ import (
 // commands, and octostore-supervisor's election and lock (the embedded hold)
 // and doctor - because the cleartext refusals (hold.ValidateServer,
 // hold/etcd) tell the user to pass --allow-insecure-http: a command defining
-// its own set once refused the flag its own refusal named (issue 35).
+// its own set once refused the flag its own refusal named.
 // serverUsage says what --server means to the command: which authorities it
 // takes and its default.
 func TransportFlags(serverUsage string) []cli.Flag {

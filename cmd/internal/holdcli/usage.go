@@ -12,7 +12,7 @@ import (
 // the lines of every command below. Both octostore and octostore-supervisor
 // call it, so --help and every usage error (FormatUsage) show the usage of
 // the command the user typed, where a shared line once showed another
-// command's (issue 35).
+// command's.
 func SetUsageText(app *cli.App) {
 	app.UsageText = strings.Join(usageLines(app.Name, app.Commands), "\n")
 }

@@ -55,7 +55,7 @@
 //     line that provides them (CheckTools); callers fail on it, never skip.
 //
 // KVM is not used: on the machines this project's CI runs on, /dev/kvm exists
-// but qemu aborts or hangs with it (issue 31). qemu runs with TCG (-accel
+// but qemu aborts (MSR 0x10a) or hangs with it. qemu runs with TCG (-accel
 // tcg,thread=multi -cpu max -smp 2 -m 2048), which reaches multi-user in
 // 15-30 s.
 package systemdvm
