@@ -1,12 +1,10 @@
 package holdcli
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -209,56 +207,6 @@ func TestReadCommandsValidateBeforeRequests(t *testing.T) {
 	require.NotContains(t, errb, "refusing")
 }
 
-// cliProc is the built binary running one command, with its stdout lines.
-type cliProc struct {
-	cmd   *exec.Cmd
-	lines chan string
-	errb  *proctest.SyncBuffer
-	done  chan struct{}
-}
-
-// startCLI runs bin.octostore with args and env (added to a clean
-// environment). The process is always waited for by the end of the test.
-func startCLI(t *testing.T, env map[string]string, args ...string) *cliProc {
-	t.Helper()
-	cmd := exec.Command(bin.octostore, args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	p := &cliProc{cmd: cmd, lines: make(chan string, 100), errb: &proctest.SyncBuffer{}, done: make(chan struct{})}
-	cmd.Stderr = p.errb
-	require.NoError(t, cmd.Start())
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			p.lines <- sc.Text()
-		}
-		close(p.lines)
-	}()
-	go func() {
-		// Wait closes the pipe: only after the reader saw EOF, or the last
-		// lines of a short-lived command could be lost.
-		<-read
-		_ = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.done
-			t.Errorf("octostore %v was still running at the end of the test", args)
-		}
-	})
-	return p
-}
-
 func (p *cliProc) line(t *testing.T) string {
 	t.Helper()
 	select {
@@ -275,12 +223,7 @@ func (p *cliProc) line(t *testing.T) string {
 func (p *cliProc) signal(t *testing.T, sig syscall.Signal) int {
 	t.Helper()
 	require.NoError(t, p.cmd.Process.Signal(sig))
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("octostore did not exit on %v", sig)
-	}
-	return p.cmd.ProcessState.ExitCode()
+	return p.exit(t)
 }
 
 // A watch prints two snapshots on connect and ends on SIGINT with 130 and on

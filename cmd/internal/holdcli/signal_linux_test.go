@@ -28,12 +28,13 @@ import (
 // shutdown budget), L18 (usage errors cannot forge event lines), and exit 0
 // only for
 // --help/--version. Every process started here is waited for by the end of
-// its test (holdProc's cleanup; proctest.StartServer for the authority).
+// its test (cliProc's cleanup; proctest.StartServer for the authority).
 
 const sigToken = "signal-test-bearer-5b2e91"
 
-// holdProc is one `octostore … hold --json` process.
-type holdProc struct {
+// cliProc is the built binary running one command: its stdout lines, one
+// at a time (lines) and all so far (out), and its stderr.
+type cliProc struct {
 	cmd   *exec.Cmd
 	lines chan string
 	out   *proctest.SyncBuffer
@@ -41,10 +42,10 @@ type holdProc struct {
 	done  chan struct{}
 }
 
-// startHoldCLI runs the binary with args in a clean environment (PATH plus
+// startCLI runs the binary with args in a clean environment (PATH plus
 // env), so no proxy or OCTOSTORE_* variable of the test's own environment
-// leaks in.
-func startHoldCLI(t *testing.T, env map[string]string, args ...string) *holdProc {
+// leaks in. The process is always waited for by the end of the test.
+func startCLI(t *testing.T, env map[string]string, args ...string) *cliProc {
 	t.Helper()
 	cmd := exec.Command(bin.octostore, args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
@@ -53,10 +54,12 @@ func startHoldCLI(t *testing.T, env map[string]string, args ...string) *holdProc
 	}
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	p := &holdProc{cmd: cmd, lines: make(chan string, 100), out: &proctest.SyncBuffer{}, errb: &proctest.SyncBuffer{}, done: make(chan struct{})}
+	p := &cliProc{cmd: cmd, lines: make(chan string, 100), out: &proctest.SyncBuffer{}, errb: &proctest.SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.errb
 	require.NoError(t, cmd.Start())
+	read := make(chan struct{})
 	go func() {
+		defer close(read)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			_, _ = p.out.Write([]byte(sc.Text() + "\n"))
@@ -65,6 +68,9 @@ func startHoldCLI(t *testing.T, env map[string]string, args ...string) *holdProc
 		close(p.lines)
 	}()
 	go func() {
+		// Wait closes the pipe: only after the reader saw EOF, or the last
+		// lines of a short-lived command could be lost.
+		<-read
 		_ = cmd.Wait()
 		close(p.done)
 	}()
@@ -81,7 +87,7 @@ func startHoldCLI(t *testing.T, env map[string]string, args ...string) *holdProc
 }
 
 // expect waits for the next stdout line and checks its event (and reason).
-func (p *holdProc) expect(t *testing.T, event, reason string) map[string]any {
+func (p *cliProc) expect(t *testing.T, event, reason string) map[string]any {
 	t.Helper()
 	select {
 	case l, ok := <-p.lines:
@@ -100,7 +106,7 @@ func (p *holdProc) expect(t *testing.T, event, reason string) map[string]any {
 }
 
 // exit waits (generously) for the process and returns its exit status.
-func (p *holdProc) exit(t *testing.T) int {
+func (p *cliProc) exit(t *testing.T) int {
 	t.Helper()
 	select {
 	case <-p.done:
@@ -111,7 +117,7 @@ func (p *holdProc) exit(t *testing.T) int {
 }
 
 // events are the event names printed so far.
-func (p *holdProc) events(t *testing.T) []string {
+func (p *cliProc) events(t *testing.T) []string {
 	t.Helper()
 	var out []string
 	for _, l := range p.out.Lines() {
@@ -198,7 +204,7 @@ func TestSignalHoldBeforeAuthority(t *testing.T) {
 				url, tokenFile := sigAuthority(t)
 				args, env, target := holdArgs(t, url, tokenFile, kind)
 				sigOtherHolds(t, url, kind, target)
-				p := startHoldCLI(t, env, args...)
+				p := startCLI(t, env, args...)
 				p.expect(t, "waiting", "")
 				require.NoError(t, p.cmd.Process.Signal(s.sig))
 				require.Equal(t, s.code, p.exit(t))
@@ -223,7 +229,7 @@ func TestSignalHoldDuringAuthority(t *testing.T) {
 				t.Parallel()
 				url, tokenFile := sigAuthority(t)
 				args, env, _ := holdArgs(t, url, tokenFile, kind)
-				p := startHoldCLI(t, env, args...)
+				p := startCLI(t, env, args...)
 				start := p.expect(t, map[string]string{"election": "leader", "lock": "acquired"}[kind], "")
 				require.NoError(t, p.cmd.Process.Signal(s.sig))
 				rel := p.expect(t, "released", "signal")
@@ -253,7 +259,7 @@ func TestSignalHoldShutdownBudget(t *testing.T) {
 			url, tokenFile := sigAuthority(t)
 			control(t, "POST", url+"/__control/faults", `{"route":"resign,release,delete_session","kind":"stall_headers"}`)
 			args, env, _ := holdArgs(t, url, tokenFile, kind, "--shutdown-timeout", "10s")
-			p := startHoldCLI(t, env, args...)
+			p := startCLI(t, env, args...)
 			p.expect(t, map[string]string{"election": "leader", "lock": "acquired"}[kind], "")
 			start := time.Now()
 			require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
@@ -279,7 +285,7 @@ func TestCapabilityTransportAndProxies(t *testing.T) {
 		{"election", "hold", "room-0001", "--candidate", "agent-a", "--json", "--server", "http://192.0.2.1:3000"},
 		{"lock", "hold", "x", "--json", "--server", "http://192.0.2.1:3000"},
 	} {
-		p := startHoldCLI(t, map[string]string{"OCTOSTORE_TOKEN_FILE": tokenFile}, args...)
+		p := startCLI(t, map[string]string{"OCTOSTORE_TOKEN_FILE": tokenFile}, args...)
 		require.Equal(t, 64, p.exit(t), args)
 		require.Contains(t, p.errb.String(), "refusing to send a secret capability over cleartext HTTP", args)
 		require.Empty(t, p.out.String())
@@ -300,7 +306,7 @@ func TestCapabilityTransportAndProxies(t *testing.T) {
 		for _, host := range []string{"127.0.0.1", "localhost"} {
 			server := strings.Replace(url, "127.0.0.1", host, 1)
 			args, _, _ := holdArgs(t, server, tokenFile, kind)
-			p := startHoldCLI(t, proxies, args...)
+			p := startCLI(t, proxies, args...)
 			p.expect(t, map[string]string{"election": "leader", "lock": "acquired"}[kind], "")
 			require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 			p.expect(t, "released", "signal")
@@ -341,7 +347,7 @@ func TestCapabilityTransportAndProxies(t *testing.T) {
 // empty and no stderr line that is JSON.
 func TestExitCodesHelpAndUsage(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"--version"}, {"election", "hold", "--help"}, {"lock", "hold", "--help"}} {
-		p := startHoldCLI(t, nil, args...)
+		p := startCLI(t, nil, args...)
 		require.Equal(t, 0, p.exit(t), args)
 		require.NotEmpty(t, p.out.String(), args)
 	}
@@ -353,7 +359,7 @@ func TestExitCodesHelpAndUsage(t *testing.T) {
 		{"election", "hold" + forged},
 		{"election" + forged},
 	} {
-		p := startHoldCLI(t, nil, args...)
+		p := startCLI(t, nil, args...)
 		require.Equal(t, 64, p.exit(t), "%q", args)
 		require.Empty(t, p.out.String(), "%q", args)
 		stderr := p.errb.String()
