@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
@@ -212,16 +211,7 @@ func createRoom(t *testing.T, server string, env ...string) string {
 	t.Helper()
 	cmd := exec.Command(bins.octostore, "election", "create", "--server", server, "--json")
 	cmd.Env = localEnv(env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "octostore election create: %s%s", out, stderr.String())
-	var room struct {
-		ElectionID string `json:"election_id"`
-	}
-	require.NoError(t, json.Unmarshal(out, &room), "%s", out)
-	require.NotEmpty(t, room.ElectionID)
-	return room.ElectionID
+	return createdRoom(t, cmd)
 }
 
 // containmentFlags passes the suite's backend (OCTOSTORE_TEST_CONTAINMENT) on.

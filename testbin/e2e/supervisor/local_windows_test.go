@@ -3,7 +3,6 @@ package supervisor
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -47,16 +46,7 @@ func createLocalRoom(t *testing.T, server string) string {
 	_, err := os.Stat(bin)
 	require.NoError(t, err, "missing test binary")
 	cmd := exec.Command(bin, "election", "create", "--server", server, "--json")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "octostore election create: %s%s", out, stderr.String())
-	var room struct {
-		ElectionID string `json:"election_id"`
-	}
-	require.NoError(t, json.Unmarshal(out, &room), "%s", out)
-	require.NotEmpty(t, room.ElectionID)
-	return room.ElectionID
+	return createdRoom(t, cmd)
 }
 
 // startEmbedded runs `octostore-supervisor election --server S --ttl 10 ROOM

@@ -1,7 +1,9 @@
 package supervisor
 
 import (
+	"bytes"
 	"encoding/json"
+	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -35,4 +37,20 @@ func stdoutLine(t *testing.T, out, errb *proctest.SyncBuffer, event string) map[
 	}
 	t.Fatalf("no %q line on stdout:\n%s\nstderr:\n%s", event, out.String(), errb.String())
 	return nil
+}
+
+// createdRoom runs cmd, an `octostore election create --json`, and returns
+// the room it created. Both harnesses' room makers (linux, windows) use it.
+func createdRoom(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "octostore election create: %s%s", out, stderr.String())
+	var room struct {
+		ElectionID string `json:"election_id"`
+	}
+	require.NoError(t, json.Unmarshal(out, &room), "%s", out)
+	require.NotEmpty(t, room.ElectionID)
+	return room.ElectionID
 }
