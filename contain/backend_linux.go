@@ -194,10 +194,12 @@ func dedicatedParent(mount string) (string, string, error) {
 	return dir, "dedicated subtree (root)", nil
 }
 
+// controllers lists the controllers dir is offered; none when that cannot be
+// read.
 func controllers(dir string) []string {
-	data, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	c, err := platform.OfferedControllers(dir)
 	if err != nil {
 		return nil
 	}
-	return strings.Fields(string(data))
+	return c
 }

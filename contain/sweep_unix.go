@@ -227,16 +227,20 @@ func (s *sweeper) survivors(live []platform.Proc, containerEmpty bool) []Survivo
 	named := map[int]bool{}
 	for _, p := range live {
 		named[p.Pid] = true
-		out = append(out, Survivor{Pid: p.Pid, Start: p.StartTicks, State: string(p.State), Command: commandOf(p)})
+		out = append(out, survivorOf(p))
 	}
 	if !containerEmpty && s.members != nil {
 		for _, pid := range s.members() {
 			if p, err := s.r.Stat(pid); err == nil && !named[pid] {
-				out = append(out, Survivor{Pid: pid, Start: p.StartTicks, State: string(p.State), Command: commandOf(p)})
+				out = append(out, survivorOf(p))
 			}
 		}
 	}
 	return out
+}
+
+func survivorOf(p platform.Proc) Survivor {
+	return Survivor{Pid: p.Pid, Start: p.StartTicks, State: string(p.State), Command: commandOf(p)}
 }
 
 func commandOf(p platform.Proc) string {

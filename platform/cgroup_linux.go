@@ -251,7 +251,17 @@ func VacateCgroup(dir, leaf string) (int, error) {
 // SubtreeControllers lists the controllers dir passes on to its children
 // (its cgroup.subtree_control), as UnvacateCgroup takes them back.
 func SubtreeControllers(dir string) ([]string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+	return controllerList(dir, "cgroup.subtree_control")
+}
+
+// OfferedControllers lists the controllers dir's parent enables for it (its
+// cgroup.controllers): those dir may pass on to its children.
+func OfferedControllers(dir string) ([]string, error) {
+	return controllerList(dir, "cgroup.controllers")
+}
+
+func controllerList(dir, file string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, file))
 	return strings.Fields(string(b)), err
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -425,10 +426,14 @@ func (j *Job) create(s ProcSpec, useJobList bool) (*Process, error) {
 	if err := std.fill(&si.StartupInfo, s); err != nil {
 		return nil, err
 	}
-	handles := uniqueHandles(si.StdInput, si.StdOutput, si.StdErr)
+	handles := []windows.Handle{si.StdInput, si.StdOutput, si.StdErr}
 	for _, f := range s.Inherit {
-		handles = uniqueHandles(append(handles, windows.Handle(f.Fd()))...)
+		handles = append(handles, windows.Handle(f.Fd()))
 	}
+	// Each handle once (a std handle may also be inherited); order does not
+	// matter to the list.
+	slices.Sort(handles)
+	handles = slices.Compact(handles)
 
 	// Go's os/exec passes an explicit handle list too, so nothing else can
 	// pick up the inherit flags set below meanwhile; ForkLock orders us with
@@ -653,20 +658,6 @@ func (j *Job) join(process windows.Handle) (assigned bool, err error) {
 		return true, errors.New("process is not in the job after AssignProcessToJobObject")
 	}
 	return true, nil
-}
-
-func uniqueHandles(hs ...windows.Handle) []windows.Handle {
-	out := hs[:0:0]
-	for _, h := range hs {
-		dup := false
-		for _, o := range out {
-			dup = dup || o == h
-		}
-		if !dup {
-			out = append(out, h)
-		}
-	}
-	return out
 }
 
 // envBlock encodes env as a CREATE_UNICODE_ENVIRONMENT block.

@@ -96,9 +96,9 @@ func imports(goos string) ([][2]string, error) {
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
+		from, _ := relative(f[0])
 		for _, imp := range f[1:] {
 			if rel, ok := relative(imp); ok {
-				from, _ := relative(f[0])
 				edges = append(edges, [2]string{from, rel})
 			}
 		}
