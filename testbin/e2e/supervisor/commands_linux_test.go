@@ -553,30 +553,7 @@ func startCLIIn(t *testing.T, cg, dir string, uid uint32, args ...string) *run {
 	}
 	r := &run{t: t, dir: dir, cmd: cmd, out: newLines(), errb: &syncBuf{}, done: make(chan struct{}), code: -1,
 		gsess: make(chan platform.Proc, 1), sc: sc{uid: uid}}
-	cmd.Stdout, cmd.Stderr = r.out, r.errb
-	require.NoError(t, cmd.Start())
-	r.began = time.Now()
-	go r.findGuardian()
-	go func() {
-		_ = cmd.Wait()
-		r.code = cmd.ProcessState.ExitCode()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			r.code = 128 + int(ws.Signal())
-		}
-		close(r.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-r.done:
-		default:
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			<-r.done
-			t.Errorf("%v was still running at the end of the test; stderr:\n%s", args, r.errb.String())
-		}
-		requireGone(t, dir)
-		r.requireSessionGone()
-	})
-	return r
+	return launch(t, r)
 }
 
 // cgroupMount is where the cgroup v2 hierarchy is mounted, read from mountinfo.

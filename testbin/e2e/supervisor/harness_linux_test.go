@@ -237,12 +237,11 @@ func launch(t *testing.T, r *run) *run {
 	r.began = time.Now()
 	go r.findGuardian()
 	go func() {
-		err := cmd.Wait()
+		_ = cmd.Wait()
 		r.code = cmd.ProcessState.ExitCode()
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			r.code = 128 + int(ws.Signal())
 		}
-		_ = err
 		close(r.done)
 	}()
 	t.Cleanup(func() {
@@ -251,7 +250,7 @@ func launch(t *testing.T, r *run) *run {
 		default:
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			<-r.done
-			t.Errorf("supervisor was still running at the end of the test; stderr:\n%s", r.errb.String())
+			t.Errorf("supervisor %v was still running at the end of the test; stderr:\n%s", cmd.Args[1:], r.errb.String())
 		}
 		requireGone(t, dir)
 		r.requireSessionGone()
