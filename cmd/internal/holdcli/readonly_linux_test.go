@@ -57,14 +57,7 @@ func requestCount(t *testing.T, url string) int {
 // acquireLock takes the lock for "another holder" using the same token.
 func acquireLock(t *testing.T, url, name string) {
 	t.Helper()
-	req, err := http.NewRequest("POST", url+"/locks/"+strings.ReplaceAll(name, "/", "%2F")+"/acquire", strings.NewReader(`{"ttl_seconds":60}`))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+readToken)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, 200, resp.StatusCode)
+	postOK(t, url+"/locks/"+strings.ReplaceAll(name, "/", "%2F")+"/acquire", readToken, `{"ttl_seconds":60}`)
 }
 
 // template turns an expected line into a pattern: <TS> is an AutoSi RFC 3339

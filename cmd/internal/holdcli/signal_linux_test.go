@@ -163,10 +163,17 @@ func sigOtherHolds(t *testing.T, url, kind, target string) {
 	if kind == "lock" {
 		path, body = "/locks/"+target+"/acquire", `{"ttl_seconds":300}`
 	}
-	req, err := http.NewRequest("POST", url+path, strings.NewReader(body))
+	postOK(t, url+path, sigToken, body)
+}
+
+// postOK POSTs the JSON body to url with token as the bearer, as another
+// holder would, and requires a 200.
+func postOK(t *testing.T, url, token, body string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+sigToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
