@@ -34,9 +34,9 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags '$(LDFLAGS)' -o $(BIN)/octostore ./cmd/octostore
 
 # funclen lists functions over 80 lines in non-test code, and one in any
-# product package fails vet: everything but the FUNCLEN_WARN_ONLY directories,
-# the test programs (testbin/) and the development-only helpers
-# (internal/testkit, internal/tools), whose long functions are only listed.
+# product package fails vet. The FUNCLEN_WARN_ONLY directories are not
+# product: the test programs (testbin/), the test kit and the development
+# tools (internal/testkit, internal/tools); theirs are only listed.
 # layers checks the import layering on every target system: no package
 # imports one of a higher layer, and no product package imports the test kit
 # (internal/tools/layers has the table).
