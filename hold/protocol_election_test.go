@@ -591,11 +591,17 @@ func TestProtocolElectionAuthorityDisappears(t *testing.T) {
 	id := f.createElection()
 	clk := newManualClock()
 	diag := &proctest.SyncBuffer{}
-	r := startHold(t, f, id, "agent-a", 5*time.Second, withClock(clk), func(h *electionHold) { h.Diag = diag })
+	// The renewal sent to the killed authority fails within milliseconds
+	// here, but once, under Wine beside the etcd tests, not within 10 s: the
+	// request timeout then, and the wait's bound too, so the wait could not
+	// tell a slow failure from none. The request timeout is now the short
+	// stallTimeout, which bounds how long the failure may take, and the wait
+	// five times that.
+	r := startHold(t, f, id, "agent-a", 5*time.Second, withClock(clk), withRequestTimeout(t, stallTimeout), func(h *electionHold) { h.Diag = diag })
 	r.expectNext(events.Leader, "")
 	stop()
 	clk.advance(2400 * time.Millisecond)
-	proctest.WaitFor(t, 10*time.Second, "a failed renewal", func() bool {
+	proctest.WaitFor(t, 5*stallTimeout, "a failed renewal", func() bool {
 		return strings.Contains(diag.String(), "could not confirm the server response")
 	}) // then in backoff
 	clk.advance(1600 * time.Millisecond)

@@ -198,8 +198,11 @@ func lockWithClock(c Clock) func(*lockHold) { return func(h *lockHold) { h.Clock
 // slowRequests gives the hold a 60 s request timeout: in tests where a
 // stalled request must be cut off by a hold deadline (on a manual clock), the
 // 10 s default could otherwise end the stall first and hide a missing bound.
-func slowRequests(t *testing.T) holdOpt {
-	return func(h *electionHold) { h.Client = newClientFor(t, h.Client.server.URL, time.Minute) }
+func slowRequests(t *testing.T) holdOpt { return withRequestTimeout(t, time.Minute) }
+
+// withRequestTimeout gives the hold a client whose request timeout is d.
+func withRequestTimeout(t *testing.T, d time.Duration) holdOpt {
+	return func(h *electionHold) { h.Client = newClientFor(t, h.Client.server.URL, d) }
 }
 
 func lockSlowRequests(t *testing.T) func(*lockHold) {
