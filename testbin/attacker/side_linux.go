@@ -15,10 +15,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The attacks of issue 32 on what runs share on a host (findings 3, 7 and
-// 8), one mode each; all but chown-race run as a worker. Each writes its
-// attempts to ATTACKER_REPORT, one line each ("ok WHAT" or "fail WHAT:
-// ERR"), whole (through PATH.tmp) when it is done.
+// The attacks on what runs share on a host (a directory another user may
+// write, a worker user two runs share), one mode each; all but chown-race
+// run as a worker. Each writes its attempts to ATTACKER_REPORT, one line
+// each ("ok WHAT" or "fail WHAT: ERR"), whole (through PATH.tmp) when it is
+// done.
 
 // sideAttack runs mode if it is one of these, and says whether it was.
 func sideAttack(mode string) (int, bool) {

@@ -1,5 +1,5 @@
 // Command localuser is what an unprivileged local user runs against the
-// supervisors of a host, for the tests of issue 32: it takes what any user may
+// supervisors of a host, for the tests of what runs share: it takes what any user may
 // take, and reports what it got.
 //
 //	localuser squat NAME

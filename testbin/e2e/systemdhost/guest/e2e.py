@@ -387,7 +387,7 @@ def stderr_tail(d):
 
 
 def judge_limits(p, d, rc):
-    """The resource-limit scenarios (issue 33)."""
+    """The resource-limit scenarios (--memory-max, --cpu-max)."""
     kind, bad = p["KIND"], []
     line, err = last_json(read(d, "stdout"))
     c = (line or {}).get("containment") or {}

@@ -41,8 +41,8 @@ install -m 0755 "$P/bin/octostore-supervisor" "$P/bin/octostore" /usr/local/bin/
 # MODE:LAUNCH:DELEGATE:FLAGS:BOMB_EXPECT
 #   LAUNCH  how the command starts (launch below)
 #   FLAGS   isolation flags for run and election (commas for spaces)
-#   BOMB_EXPECT  cgroup: --max-processes must hold (issue 31 asks for the
-#           cgroup backend with pids.max in every mode); cgroup-or-64: a plain
+#   BOMB_EXPECT  cgroup: --max-processes must hold (every mode gets the
+#           cgroup backend with pids.max); cgroup-or-64: a plain
 #           runuser has no session bus, so the process-group fallback (exit 64
 #           for an explicit --max-processes, nothing started) is allowed too.
 MODES=(
@@ -57,7 +57,7 @@ MODES=(
   "user-session-private-pids:user-session::--private-pids:cgroup"
 )
 KINDS=(run-daemon run-forkbomb election-sigterm)
-# MODE:KIND of the resource-limit scenarios (issue 33), each in a mode of
+# MODE:KIND of the resource-limit scenarios, each in a mode of
 # MODES: limits asked for below a cgroup that offers no controller exit 64
 # naming it and the fix; a worker tree past --memory-max 64M is OOM-killed as
 # a whole (run; an election, which then releases and exits 70); a fork bomb
