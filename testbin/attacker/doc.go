@@ -1,7 +1,7 @@
 // Command attacker is a hostile protected worker for the supervisor's
-// isolation tests. From inside the worker it
-// tries, as an attacker would, to outlive its authority or to fake authority
-// for someone else, and it writes down everything it could and could not do.
+// isolation tests. From inside the worker it tries, as an attacker would, to
+// outlive its authority or to fake authority for someone else, and it writes
+// down everything it could and could not do.
 // It also has a cooperative mode, the "fenced" worker, so that every worker of
 // a test writes to the same fenced log the same way.
 //
@@ -59,9 +59,9 @@
 // Fenced mode: a "start" line, a heartbeat every 20 ms, and on SIGTERM (or
 // SIGINT, SIGHUP) a "stop" line and exit 0.
 //
-// Side attacks on what runs share on a host (side_linux.go), each writing its attempts to
-// ATTACKER_REPORT, a line each: "chown-race", a local user's, swaps every
-// octostore-ready-* directory created in ATTACKER_WATCH for a symlink to
+// Side attacks on what runs share on a host (side_linux.go), each writing its
+// attempts to ATTACKER_REPORT, a line each: "chown-race", a local user's, swaps
+// every octostore-ready-* directory created in ATTACKER_WATCH for a symlink to
 // ATTACKER_TARGET and runs until killed; "ready-thief", a worker, creates the
 // ready files of other runs wherever it can find them; "stderr", a worker,
 // truncates, probes, reads and writes its stderr.

@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The attacks on what runs share on a host (a directory another user may
-// write, a worker user two runs share), one mode each; all but chown-race
+// The attacks on what runs share on a host (root's ready directories, other
+// runs' ready files, the supervisor's log), one mode each; all but chown-race
 // run as a worker. Each writes its attempts to ATTACKER_REPORT, one line
 // each ("ok WHAT" or "fail WHAT: ERR"), whole (through PATH.tmp) when it is
 // done.

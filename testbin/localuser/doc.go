@@ -1,6 +1,6 @@
 // Command localuser is what an unprivileged local user runs against the
-// supervisors of a host, for the tests of what runs share: it takes what any user may
-// take, and reports what it got.
+// supervisors of a host (their interlock names, their authorities'
+// addresses): it takes what any user may take, and reports what it got.
 //
 //	localuser squat NAME
 //	localuser relay LISTEN TARGET LOG

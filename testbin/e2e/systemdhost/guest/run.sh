@@ -41,10 +41,10 @@ install -m 0755 "$P/bin/octostore-supervisor" "$P/bin/octostore" /usr/local/bin/
 # MODE:LAUNCH:DELEGATE:FLAGS:BOMB_EXPECT
 #   LAUNCH  how the command starts (launch below)
 #   FLAGS   isolation flags for run and election (commas for spaces)
-#   BOMB_EXPECT  cgroup: --max-processes must hold (every mode gets the
-#           cgroup backend with pids.max); cgroup-or-64: a plain
-#           runuser has no session bus, so the process-group fallback (exit 64
-#           for an explicit --max-processes, nothing started) is allowed too.
+#   BOMB_EXPECT  cgroup: --max-processes must hold (the cgroup backend, with
+#           pids.max); cgroup-or-64: a plain runuser has no session bus, so
+#           the process-group fallback (exit 64 for an explicit
+#           --max-processes, nothing started) is allowed too.
 MODES=(
   "svc:svc:no::cgroup"
   "svc-delegate:svc:yes::cgroup"
