@@ -80,6 +80,11 @@ type StaleRun struct {
 	Processes   int    `json:"processes"`
 	ProvenEmpty bool   `json:"proven_empty"`
 	Removed     bool   `json:"removed"`
+	// NotOurs: the directory is named like a run but carries no
+	// supervisor's mark for itself, so no sweep kills or removes it (a name
+	// alone is no proof; see runMarkXattr). ProvenEmpty is then only what the
+	// kernel shows.
+	NotOurs bool `json:"not_ours,omitempty"`
 	// UnprovenSince is when a start-up sweep found the run could not be
 	// proven empty and marked it, so later starts do not wait on it again.
 	UnprovenSince string `json:"unproven_since,omitempty"`
@@ -90,7 +95,8 @@ type StaleRun struct {
 
 // SweepStale finds runs below the backend's parent whose owners are both gone,
 // and (unless dryRun) kills what is left in them, proves them empty and removes
-// them. A run whose supervisor or guardian still lives is never touched. This
+// them. A run whose supervisor or guardian still lives is never touched, nor
+// is a directory named like a run that no supervisor marked (NotOurs). This
 // is the `sweep` command: it waits up to proof for each run, including runs an
 // earlier start-up sweep marked as unprovable.
 func SweepStale(b Backend, dryRun bool, proof time.Duration) ([]StaleRun, error) {

@@ -46,12 +46,17 @@ type leaf struct {
 type cgroupRun struct {
 	dir    string
 	leaves map[string]*leaf
+	// markErr says why the run directory could not be marked (markRun): a
+	// run that goes on unmarked is one no sweep will ever kill or remove.
+	markErr error
 }
 
-// createRun makes the run directory and one leaf per group; the worker's leaf gets
-// pids.max when the pids controller is available, so a fork storm is bounded by
-// the kernel and cannot starve the host or us, and the memory and CPU limits
-// asked for (leafLimits).
+// createRun makes the run directory, marks it as a supervisor's (markRun) and
+// makes one leaf per group; the worker's leaf gets pids.max when the pids
+// controller is available, so a fork storm is bounded by the kernel and cannot
+// starve the host or us, and the memory and CPU limits asked for (leafLimits).
+// A mark the kernel refuses does not fail the run: it is kept in markErr for
+// the guardian to say, and the run is only left to no sweep (see markRun).
 func createRun(b Backend, name string, groups []string) (*cgroupRun, error) {
 	if _, _, ok := parseRunName(name); !ok || filepath.Base(name) != name {
 		return nil, fmt.Errorf("refusing to create cgroup %q: not a run directory name", name)
@@ -60,7 +65,7 @@ func createRun(b Backend, name string, groups []string) (*cgroupRun, error) {
 	if err := platform.MakeCgroup(b.Top, dir, 0); err != nil {
 		return nil, fmt.Errorf("create cgroup %s: %w", dir, err)
 	}
-	r := &cgroupRun{dir: dir, leaves: map[string]*leaf{}}
+	r := &cgroupRun{dir: dir, leaves: map[string]*leaf{}, markErr: markRun(dir, name)}
 	for _, g := range groups {
 		pidsMax := 0
 		if g == groupWorker {
@@ -249,6 +254,75 @@ func (r *cgroupRun) remove(diag io.Writer) {
 	}
 }
 
+// runMarkXattr marks a run directory as made by a supervisor (createRun). A
+// name alone proves nothing: the runs' parent is delegated to the runs' user,
+// and a worker of that user made $parent/run-999999.1-999998.1/worker, moved
+// another live run's worker into it, and the next start's sweep killed that
+// worker as an abandoned run's. So a sweep kills and removes only a directory
+// whose mark matches its own name and inode number (markedRun); the value
+// binds the mark to that one directory, so a mark copied onto another
+// directory, or left on a name made anew, does not match (kernfs does not
+// reuse inode numbers within a boot, and cgroups do not outlive one).
+//
+// What the mark proves, and what not. A worker under the file rules
+// (Landlock denies it every write to the cgroup filesystem, mkdir included)
+// can neither make a cgroup nor move a process into one (a write of
+// cgroup.procs), so it cannot stage a directory like the one above. Landlock
+// governs no xattrs: such a worker could still mark a directory someone else
+// made, and remove a mark, which only leaves a run to no sweep; what a sweep
+// kills in a marked directory is still never something that worker put
+// there. A process of the same user under no such restriction (a worker run
+// with --no-worker-scope, or anything else its user starts) can make and
+// mark a directory exactly as a supervisor does, as it can anything else its
+// user can: against that the mark stops the accident - a directory named
+// like a run by someone who did not mean it as one - not the attack.
+const runMarkXattr = "user.octostore.run"
+
+// runMark is the mark's value for the run directory name with inode ino.
+func runMark(name string, ino uint64) string {
+	return fmt.Sprintf("%s ino %d", name, ino)
+}
+
+// markRun marks dir, the run directory named name, as made by a supervisor
+// (runMarkXattr). The inode is read and the mark set through one descriptor,
+// so it is bound to the directory it is set on. An error (a kernel before
+// 5.7 keeps no user xattrs on cgroupfs) does not fail the run, whose
+// containment does not depend on it: the guardian says it, and the run is
+// then one no sweep will touch, should its supervisor and guardian both die.
+func markRun(dir, name string) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("mark run %s: %w", dir, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("mark run %s: %w", dir, err)
+	}
+	if err := unix.Fsetxattr(fd, runMarkXattr, []byte(runMark(name, st.Ino)), 0); err != nil {
+		return fmt.Errorf("mark run %s: set %s: %w", dir, runMarkXattr, err)
+	}
+	return nil
+}
+
+// markedRun reports whether dir carries a supervisor's mark (runMarkXattr)
+// that names dir itself: its own name and inode number.
+func markedRun(dir string) bool {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return false
+	}
+	want := runMark(filepath.Base(dir), st.Ino)
+	buf := make([]byte, len(want)+1) // a longer value reads ERANGE: no match
+	n, err := unix.Fgetxattr(fd, runMarkXattr, buf)
+	return err == nil && string(buf[:n]) == want
+}
+
 // unprovenXattr marks a run directory a start-up sweep could not prove empty
 // within its short bound (a task stuck in uninterruptible sleep, or one the
 // kill cannot reach). Later start-up sweeps then only look whether it has
@@ -288,15 +362,20 @@ func sweepRuns(b Backend, mode sweepMode, proof time.Duration) ([]StaleRun, erro
 
 // sweepRun sweeps one abandoned run; found is false when it vanished meanwhile
 // (another sweep - every supervisor sweeps at start - got there first), and
-// at start-up for a run marked earlier that still holds processes.
+// at start-up for a run marked unprovable earlier that still holds processes.
+// A directory named like a run that no supervisor marked (markedRun) is
+// only looked at, in every mode, and reported NotOurs.
 func sweepRun(b Backend, dir string, mode sweepMode, proof time.Duration) (s StaleRun, found bool, err error) {
 	gone := func(err error) bool { return runGone(dir, err) }
 	procs, err := platform.CgroupProcs(dir)
 	if err != nil {
 		return s, false, ignoreIf(gone(err), err)
 	}
-	s = StaleRun{Dir: dir, Processes: len(procs), UnprovenSince: markedUnproven(dir)}
-	if mode == sweepList || (mode == sweepStartup && s.UnprovenSince != "") {
+	s = StaleRun{Dir: dir, Processes: len(procs), NotOurs: !markedRun(dir)}
+	if !s.NotOurs {
+		s.UnprovenSince = markedUnproven(dir)
+	}
+	if s.NotOurs || mode == sweepList || (mode == sweepStartup && s.UnprovenSince != "") {
 		// Only look: populated (recursive) is the kernel's own proof, the same
 		// the sweep waits for.
 		populated, err := platform.CgroupPopulated(dir)
@@ -305,7 +384,7 @@ func sweepRun(b Backend, dir string, mode sweepMode, proof time.Duration) (s Sta
 		}
 		s.ProvenEmpty = !populated
 		switch {
-		case mode == sweepList:
+		case s.NotOurs, mode == sweepList:
 			return s, true, nil
 		case populated:
 			return s, false, nil // said when it was marked; left to `sweep`

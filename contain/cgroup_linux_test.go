@@ -3,10 +3,12 @@ package contain
 import (
 	"io"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/octostore-supervisor/supervisor/platform"
 )
@@ -38,4 +40,43 @@ func TestKillRunOfARemovedRunIsEmpty(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, empty, "a removed run")
 	require.Empty(t, pids)
+}
+
+// A run createRun made carries a mark for itself alone: the same mark on a
+// directory of another name, or on one made anew under the run's name (a new
+// inode), is no mark, and sweepRun only looks at such a directory, in every
+// mode, however dead the owners its name gives.
+func TestSweepKnowsRunsOnlyByTheirOwnMark(t *testing.T) {
+	requireRoot(t)
+	b, err := ResolveBackend(BackendRequest{Containment: BackendCgroup})
+	require.NoError(t, err)
+	name := runName(platform.Proc{Pid: 999999, StartTicks: 1}, platform.Proc{Pid: 999998, StartTicks: uint64(os.Getpid())})
+	r, err := createRun(b, name, []string{groupWorker})
+	require.NoError(t, err)
+	require.NoError(t, r.markErr)
+	t.Cleanup(func() { r.remove(io.Discard) })
+	require.True(t, markedRun(r.dir), "createRun's own run")
+
+	buf := make([]byte, 256)
+	n, err := unix.Getxattr(r.dir, runMarkXattr, buf)
+	require.NoError(t, err)
+	mark := buf[:n]
+	other := filepath.Join(b.Parent, runName(platform.Proc{Pid: 999997, StartTicks: 1}, platform.Proc{Pid: 999996, StartTicks: uint64(os.Getpid())}))
+	require.NoError(t, os.Mkdir(other, 0o755))
+	t.Cleanup(func() { _ = unix.Rmdir(other) })
+	require.NoError(t, unix.Setxattr(other, runMarkXattr, mark, 0))
+	require.False(t, markedRun(other), "a mark copied from another run")
+
+	r.remove(io.Discard)
+	require.NoError(t, os.Mkdir(r.dir, 0o755))
+	require.NoError(t, unix.Setxattr(r.dir, runMarkXattr, mark, 0))
+	require.False(t, markedRun(r.dir), "a mark left on a name made anew")
+
+	for _, mode := range []sweepMode{sweepList, sweepAll, sweepStartup} {
+		s, found, err := sweepRun(b, r.dir, mode, time.Second)
+		require.NoError(t, err)
+		require.True(t, found)
+		require.Equal(t, StaleRun{Dir: r.dir, ProvenEmpty: true, NotOurs: true}, s, "mode %d", mode)
+		require.DirExists(t, r.dir)
+	}
 }

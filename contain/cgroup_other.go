@@ -13,7 +13,10 @@ import (
 // these are never reached. They keep the guardian's code free of build switches.
 type leaf struct{ dir string }
 
-type cgroupRun struct{ leaves map[string]*leaf }
+type cgroupRun struct {
+	leaves  map[string]*leaf
+	markErr error
+}
 
 var errNoCgroups = errors.New("cgroups need Linux")
 

@@ -123,13 +123,19 @@ func (d *Diagnosis) abandonedRuns(b Backend) {
 		d.add("abandoned runs", false, "could not be listed: "+err.Error())
 		return
 	}
-	var held []string
+	var held, notOurs []string
 	for _, r := range runs {
-		if !r.ProvenEmpty {
+		switch {
+		case r.NotOurs:
+			notOurs = append(notOurs, fmt.Sprintf("%s (%d processes)", r.Dir, r.Processes))
+		case !r.ProvenEmpty:
 			held = append(held, fmt.Sprintf("%s (%d processes)", r.Dir, r.Processes))
 		}
 	}
 	switch {
+	case len(notOurs) > 0:
+		// Before held runs: a sweep never clears these, so no later look will.
+		d.add("abandoned runs", false, strings.Join(notOurs, ", ")+" named like runs but not marked by a supervisor: every sweep leaves them alone; whoever made them removes them")
 	case len(held) > 0:
 		d.add("abandoned runs", false, strings.Join(held, ", ")+" still hold processes after their supervisor and guardian died; `octostore-supervisor sweep` kills them, waits for the proof and names what is left (a task stuck in the kernel stays until it leaves)")
 	case len(runs) > 0:
@@ -156,7 +162,7 @@ func (d *Diagnosis) cgroups(scope ScopeFunc) {
 	b, err := ResolveBackend(BackendRequest{Containment: BackendCgroup, Scope: scope})
 	if err != nil {
 		d.add("cgroup for runs", false, err.Error())
-		for _, name := range []string{"pids controller", "memory limit", "cpu limit", "cgroup.kill"} {
+		for _, name := range []string{"pids controller", "memory limit", "cpu limit", "cgroup.kill", "run mark"} {
 			d.add(name, false, "not checked: no cgroup we may use")
 		}
 		return
@@ -251,6 +257,11 @@ func (d *Diagnosis) probeRunCgroup(b Backend) {
 	d.limitFacts(b, leaf)
 	_, err := os.Stat(filepath.Join(run, "cgroup.kill"))
 	d.add("cgroup.kill", err == nil, "atomic kill of a whole cgroup (Linux 5.14); without it the cgroup is frozen, each process killed and the cgroup thawed")
+	if err := markRun(run, filepath.Base(run)); err != nil {
+		d.add("run mark", false, err.Error()+": runs go unmarked, and no sweep kills or removes what a run leaves when its supervisor and guardian both die")
+		return
+	}
+	d.add("run mark", true, runMarkXattr+" set on a scratch cgroup: sweeps kill and remove only runs so marked, never by name alone")
 }
 
 // probeExec executes img through its descriptor, as a run starts it, with no

@@ -128,6 +128,11 @@ func (g *guardian) startGroups(init msg) error {
 			return err
 		}
 		g.cg = cg
+		if cg.markErr != nil {
+			// The run is contained as ever; only a sweep after this
+			// supervisor and guardian both died would leave it alone.
+			fmt.Fprintf(os.Stderr, "octostore-supervisor guardian: %v: should this supervisor and its guardian both die, no sweep will kill what is left in the run (sweeps kill only marked runs)\n", cg.markErr)
+		}
 	}
 	if len(init.Argv) > 0 {
 		// The supervisor's binary when we run the lean helper image: the

@@ -13,9 +13,12 @@ const (
 	// where clone3 cannot start the program inside its cgroup leaf.
 	JoinArg = "__octostore-join"
 	// PidInitArg: PidInitMain, the init of a worker's PID namespace
-	// (--private-pids), `__octostore-pidinit MAP UID:GID|- [--wait] --
+	// (--private-pids), `__octostore-pidinit MAP UID:GID|- [--wait] [--fence] [--follow=FD] --
 	// PROGRAM ARGS...`.
 	PidInitArg = "__octostore-pidinit"
+	// PrestartArg: PrestartMain, a fenced worker's pre-start helper,
+	// `__octostore-prestart UID:GID|- [--wait] --fence -- PROGRAM ARGS...`.
+	PrestartArg = "__octostore-prestart"
 	// SuperviseArg: the supervisor continued in the lean helper image
 	// (SuperviseLean), `__octostore-supervise RUNFD ORIGINAL-ARGS...`.
 	SuperviseArg = "__octostore-supervise"
@@ -37,6 +40,8 @@ func HelperMain(args []string) (code int, ok bool) {
 		return ShimMain(), true
 	case len(args) > 2 && args[1] == JoinArg:
 		return JoinMain(args[2:]), true
+	case len(args) > 2 && args[1] == PrestartArg:
+		return PrestartMain(args[2:]), true
 	case len(args) > 2 && args[1] == PidInitArg:
 		return PidInitMain(args[2:]), true
 	case len(args) > 2 && args[1] == SuperviseArg:

@@ -29,6 +29,33 @@ type Isolation struct {
 	// Unscoped is why Scope is off, for the warning at start; "" when on,
 	// or where a same-user worker's signals are no concern (Windows).
 	Unscoped string `json:"unscoped,omitempty"`
+	// Fence puts the worker behind Landlock file rules that refuse it every
+	// write to a cgroup file system, and refuses it clone3, the one way to
+	// start a process in another cgroup without such a write (workerFence):
+	// it cannot leave its cgroup, lift its limits, or freeze, kill or move
+	// anything of its own run or another, even where its user owns those
+	// cgroups (systemd's delegation). The default where the kernel offers
+	// Landlock file rules; off with --no-worker-scope.
+	Fence bool `json:"fence,omitempty"`
+	// Unfenced is why Fence is off, for the warning at start; "" when on.
+	Unfenced string `json:"unfenced,omitempty"`
+}
+
+// waitsAhead reports whether the worker starts through a helper of ours
+// that waits, ahead of the gate, in the worker's place: its PID-namespace
+// init, or the pre-start helper that puts it behind the fence.
+func (iso *Isolation) waitsAhead() bool {
+	return iso != nil && (iso.PrivatePids || iso.Fence)
+}
+
+// UnfencedWarning is what the supervisor says at start when the worker can
+// write the cgroup files it can reach by its user; "" when it is fenced.
+func (iso Isolation) UnfencedWarning() string {
+	if iso.Unfenced == "" {
+		return ""
+	}
+	return "the worker is not fenced from the cgroup file system (" + iso.Unfenced +
+		"): whatever cgroups its user may write (all of them as root; under systemd, every run of a same-user supervisor), it may leave, freeze, kill or lift the limits of"
 }
 
 // SameUserWarning is what the supervisor says at start when nothing stands
@@ -70,6 +97,9 @@ type IsolationRequest struct {
 	WorkerUser  string // USER[:GROUP], names or numeric ids; "" for none
 	PrivatePids bool
 	NoScope     bool // --no-worker-scope
+	// WorkerUserManagerOK accepts a worker user whose service manager runs
+	// or who is lingering (--worker-user-manager-ok; usermanager.go).
+	WorkerUserManagerOK bool
 }
 
 // ErrIsolation marks an isolation request that cannot be honoured (exit 64).
@@ -81,6 +111,9 @@ func ResolveIsolation(req IsolationRequest) (Isolation, error) {
 	var iso Isolation
 	if req.WorkerUser != "" {
 		u, err := resolveWorkerUser(req.WorkerUser)
+		if err == nil {
+			err = checkUserManager("/", systemdHost(), req.WorkerUserManagerOK, u)
+		}
 		if err != nil {
 			return Isolation{}, fmt.Errorf("%w: --worker-user: %w", ErrIsolation, err)
 		}
@@ -93,6 +126,7 @@ func ResolveIsolation(req IsolationRequest) (Isolation, error) {
 		iso.PrivatePids = true
 	}
 	iso.Scope, iso.Unscoped = workerScope(req.NoScope)
+	iso.Fence, iso.Unfenced = fenceOffered(req.NoScope)
 	return iso, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -65,12 +66,14 @@ func pidNS() (*syscall.SysProcAttr, string) {
 }
 
 // isolate returns what the shim execs for a worker and how: the program
-// itself (under its worker user, if any), or our PID-namespace init, which
-// takes the worker user only for the program it starts (wait: only once told
-// through its fd 3).
-func isolate(iso *Isolation, argv []string, wait bool) (string, []string, *syscall.SysProcAttr, error) {
+// itself (under its worker user, if any); or, behind the fence, our
+// pre-start helper, or under --private-pids our PID-namespace init, each of
+// which takes the worker user only for the program it execs or starts (wait:
+// only once told through its fd 3; follow: the fd of the shim's pidfd the
+// init ends with, 0 for none).
+func isolate(iso *Isolation, argv []string, wait bool, follow int) (string, []string, *syscall.SysProcAttr, error) {
 	sys := &syscall.SysProcAttr{}
-	if iso == nil || !iso.PrivatePids {
+	if !iso.waitsAhead() {
 		if iso != nil && iso.User != nil {
 			sys.Credential = credential(iso.User)
 		}
@@ -80,12 +83,35 @@ func isolate(iso *Isolation, argv []string, wait bool) (string, []string, *sysca
 	if err != nil {
 		return "", nil, nil, err
 	}
-	sys, mapping := pidNS()
-	init := []string{"octostore-supervisor", PidInitArg, mapping, iso.User.spec()}
-	if wait {
-		init = append(init, pidWaitArg)
+	words := []string{"octostore-supervisor", PrestartArg, iso.User.spec()}
+	if iso.PrivatePids {
+		var mapping string
+		sys, mapping = pidNS()
+		words = []string{"octostore-supervisor", PidInitArg, mapping, iso.User.spec()}
 	}
-	return exe, slices.Concat(init, []string{"--"}, argv), sys, nil
+	if wait {
+		words = append(words, pidWaitArg)
+	}
+	if iso.Fence {
+		words = append(words, fenceArg)
+	}
+	if follow != 0 {
+		words = append(words, followArg+strconv.Itoa(follow))
+	}
+	return exe, slices.Concat(words, []string{"--"}, argv), sys, nil
+}
+
+// shimPidfd is a pidfd of this shim for a --private-pids worker's init to
+// end with (endWithShim); nil for any other program.
+func (p program) shimPidfd() (*os.File, error) {
+	if p.iso == nil || !p.iso.PrivatePids {
+		return nil, nil
+	}
+	fd, err := unix.PidfdOpen(os.Getpid(), 0)
+	if err != nil {
+		return nil, fmt.Errorf("pidfd_open of the shim, for its namespace init to follow (Linux 5.3): %w", err)
+	}
+	return os.NewFile(uintptr(fd), "shim pidfd"), nil
 }
 
 // privatePidsProbe starts the init in a new namespace with nothing to run and
@@ -127,20 +153,16 @@ func userNSState() string {
 	return state
 }
 
-// pidWaitArg makes the init wait, once its namespace is set up, until fd 3
-// brings the worker's added environment (a JSON array of KEY=VALUE) before
-// it starts the worker; fd 3 closed with nothing written, or INT, TERM or HUP
-// meanwhile, make it exit 0 without (see waitingInit).
-const pidWaitArg = "--wait"
-
 // PidInitMain is the init of a worker's PID namespace (see the top of this
-// file): `__octostore-pidinit MAP UID:GID|- [--wait] -- PROGRAM ARGS...` (MAP:
-// see pidNS; --wait: see pidWaitArg). It mounts the namespace's own /proc, starts PROGRAM (as UID:GID with no supplementary
-// groups, when given), survives the group's TERM, INT, HUP, QUIT, USR1 and
-// USR2 (PROGRAM gets its own copy from whoever signals the group), reaps
-// every orphan, and exits with PROGRAM's status (128+signal when it
-// was killed) as soon as PROGRAM ends; the kernel then kills whatever else
-// is left in the namespace.
+// file): `__octostore-pidinit MAP UID:GID|- [--wait] [--fence]
+// [--follow=FD] -- PROGRAM ARGS...` (MAP: see pidNS; the rest:
+// parseHelperOpts). It mounts the namespace's own /proc, builds the worker's
+// fence, starts PROGRAM (as UID:GID with no supplementary groups, when
+// given, and behind the fence), survives the group's TERM, INT, HUP, QUIT,
+// USR1 and USR2 (PROGRAM gets its own copy from whoever signals the group),
+// reaps every orphan, and exits with PROGRAM's status (128+signal when it
+// was killed) as soon as PROGRAM ends, or at once when its shim is gone; the
+// kernel then kills whatever else is left in the namespace.
 //
 // It takes its threads first, before the worker exists, as the helpers do:
 // it shares the worker's cgroup and pids.max, a fork bomb there would leave
@@ -161,38 +183,15 @@ func PidInitMain(args []string) int {
 	// Before the first fork, so no signal is lost.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
-	wait := len(args) > 2 && args[2] == pidWaitArg
-	if wait {
-		args = slices.Delete(slices.Clone(args), 2, 3)
-	}
-	if len(args) < 3 || args[2] != "--" {
-		return fail("bad arguments")
-	}
-	own, err := parseUserSpec(args[0])
+	ns, err := setUpNamespace(args)
 	if err != nil {
 		return fail("%v", err)
 	}
-	u, err := parseUserSpec(args[1])
-	if err != nil {
-		return fail("%v", err)
-	}
-	if err := mapOwnIDs(own); err != nil {
-		return fail("%v", err)
-	}
-	// Only now: a non-dumpable process's /proc files are root's, its
-	// uid_map included.
-	if err := platform.SetNonDumpable(); err != nil {
-		return fail("%v", err)
-	}
-	if err := mountOwnProc(); err != nil {
-		return fail("%v", err)
-	}
-	argv := args[3:]
-	if len(argv) == 0 {
+	if len(ns.argv) == 0 {
 		return ExitOK // the probe: the namespace works
 	}
 	env := os.Environ()
-	if wait {
+	if ns.opts.wait {
 		added, ok, err := awaitStart(sigs)
 		if err != nil {
 			return fail("%v", err)
@@ -202,10 +201,82 @@ func PidInitMain(args []string) int {
 		}
 		env = append(env, added...)
 	}
-	pid, err := startWorkerInNS(argv, env, u)
+	pid, err := startWorkerInNS(ns.argv, env, ns.user, ns.fence)
 	if err != nil {
-		return fail("start %s: %v", argv[0], err)
+		return fail("start %s: %v", ns.argv[0], err)
 	}
+	return reapUntil(pid, sigs)
+}
+
+// initNS is what PidInitMain set up before the worker can start.
+type initNS struct {
+	opts  helperOpts
+	user  *WorkerUser
+	fence *platform.Fence // nil: the worker starts without
+	argv  []string
+}
+
+// setUpNamespace reads the init's arguments, maps its ids, mounts the
+// namespace's /proc, builds the worker's fence (after the mount, which a
+// fenced thread could not make) and starts following the shim.
+func setUpNamespace(args []string) (*initNS, error) {
+	if len(args) < 3 {
+		return nil, errors.New("bad arguments")
+	}
+	own, err := parseUserSpec(args[0])
+	if err != nil {
+		return nil, err
+	}
+	ns := &initNS{}
+	if ns.user, err = parseUserSpec(args[1]); err != nil {
+		return nil, err
+	}
+	if ns.opts, ns.argv, err = parseHelperOpts(args[2:]); err != nil {
+		return nil, err
+	}
+	if ns.opts.follow != 0 {
+		go endWithShim(ns.opts.follow)
+	}
+	if err := mapOwnIDs(own); err != nil {
+		return nil, err
+	}
+	// Only now: a non-dumpable process's /proc files are root's, its
+	// uid_map included.
+	if err := platform.SetNonDumpable(); err != nil {
+		return nil, err
+	}
+	if err := mountOwnProc(); err != nil {
+		return nil, err
+	}
+	if ns.opts.fence && len(ns.argv) > 0 {
+		if ns.fence, err = workerFence(); err != nil {
+			return nil, err
+		}
+	}
+	return ns, nil
+}
+
+// endWithShim ends the init, and with it everything in its namespace, when
+// the shim that started it is gone: the pidfd at fd turns readable then.
+// PR_SET_PDEATHSIG would not do: it follows the parent thread, and the shim
+// starts the init from a thread it then throws away.
+func endWithShim(fd int) {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, -1)
+		if err == nil && n > 0 {
+			os.Exit(ExitSoftware)
+		}
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			fmt.Fprintf(os.Stderr, "octostore-supervisor pid init: follow the shim: %v\n", err)
+			os.Exit(ExitSoftware)
+		}
+	}
+}
+
+// reapUntil reaps every process that ends in the namespace and returns
+// PROGRAM's exit code (pid) once it has ended.
+func reapUntil(pid int, sigs <-chan os.Signal) int {
 	for s := range sigs {
 		if s != syscall.SIGCHLD {
 			continue // the group's signal; see the top of this file
@@ -267,7 +338,7 @@ func mountOwnProc() error {
 	return nil
 }
 
-// awaitStart waits for the start message on fd 3 (see pidWaitArg); false
+// awaitStart waits for the start message on fd 3 (pidWaitArg); false
 // means the worker is not to start.
 func awaitStart(sigs <-chan os.Signal) ([]string, bool, error) {
 	type result struct {
@@ -305,8 +376,9 @@ func awaitStart(sigs <-chan os.Signal) ([]string, bool, error) {
 
 // startWorkerInNS starts the worker with the init's descriptors 0-2 and
 // the given environment, from a thread of its own that has dropped the ambient
-// capability the init kept for mounting, so the worker starts with none.
-func startWorkerInNS(argv, env []string, u *WorkerUser) (int, error) {
+// capability the init kept for mounting, so the worker starts with none, and
+// that stands behind the fence when there is one.
+func startWorkerInNS(argv, env []string, u *WorkerUser, fence *platform.Fence) (int, error) {
 	sys := &syscall.SysProcAttr{}
 	if u != nil {
 		sys.Credential = credential(u)
@@ -321,6 +393,12 @@ func startWorkerInNS(argv, env []string, u *WorkerUser) (int, error) {
 		if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
 			done <- result{0, fmt.Errorf("drop ambient capabilities: %w", err)}
 			return
+		}
+		if fence != nil {
+			if err := enterFence(fence); err != nil {
+				done <- result{0, err}
+				return
+			}
 		}
 		pid, _, err := syscall.StartProcess(argv[0], argv, &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}, Sys: sys})
 		done <- result{pid, err}

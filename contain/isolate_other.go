@@ -21,7 +21,7 @@ func PidInitMain([]string) int {
 
 // isolate runs the worker under its worker user, if any, with no
 // supplementary groups.
-func isolate(iso *Isolation, argv []string, _ bool) (string, []string, *syscall.SysProcAttr, error) {
+func isolate(iso *Isolation, argv []string, _ bool, _ int) (string, []string, *syscall.SysProcAttr, error) {
 	sys := &syscall.SysProcAttr{}
 	if iso == nil {
 		return argv[0], argv, sys, nil
@@ -34,3 +34,6 @@ func isolate(iso *Isolation, argv []string, _ bool) (string, []string, *syscall.
 	}
 	return argv[0], argv, sys, nil
 }
+
+// shimPidfd: no namespace init to hand one to.
+func (program) shimPidfd() (*os.File, error) { return nil, nil }

@@ -34,6 +34,22 @@ func workerScope(optOut bool) (bool, string) {
 	return true, ""
 }
 
+// fenceOffered decides Isolation.Fence: on, where the kernel has Landlock
+// file rules that can grant renames (platform.LandlockFileRulesABI) and the
+// user did not opt out; else off, and why. macOS has no cgroups to fence.
+func fenceOffered(optOut bool) (bool, string) {
+	abi := platform.LandlockABI()
+	switch {
+	case runtime.GOOS != "linux":
+		return false, ""
+	case optOut:
+		return false, "--no-worker-scope"
+	case abi < platform.LandlockFileRulesABI:
+		return false, fmt.Sprintf("this kernel's Landlock ABI is %d; the file rules need %d, Linux 5.19", abi, platform.LandlockFileRulesABI)
+	}
+	return true, ""
+}
+
 // workerUserUnsupported: every unix can start a program under another user.
 func workerUserUnsupported() error { return nil }
 

@@ -11,6 +11,9 @@ import (
 // closed by the kernel with the supervisor's last handle.
 func workerScope(bool) (bool, string) { return false, "" }
 
+// fenceOffered: a Windows worker has no cgroups to be fenced from.
+func fenceOffered(bool) (bool, string) { return false, "" }
+
 func workerUserUnsupported() error {
 	return errors.New("needs Linux or macOS (Windows workers run under the supervisor's own account)")
 }

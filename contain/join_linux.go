@@ -44,18 +44,8 @@ func JoinMain(args []string) int {
 	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte("0"), 0); err != nil {
 		return fail("join %s: %v", leaf, err)
 	}
-	if u != nil {
-		// Groups, then group, then user: after setuid the others are no
-		// longer allowed. The syscall package applies each to every thread.
-		if err := syscall.Setgroups(nil); err != nil {
-			return fail("setgroups: %v", err)
-		}
-		if err := syscall.Setgid(int(u.Gid)); err != nil {
-			return fail("setgid(%d): %v", u.Gid, err)
-		}
-		if err := syscall.Setuid(int(u.Uid)); err != nil {
-			return fail("setuid(%d): %v", u.Uid, err)
-		}
+	if err := takeIdentity(u); err != nil {
+		return fail("%v", err)
 	}
 	err = syscall.Exec(argv[0], argv, os.Environ())
 	return fail("exec %s: %v", argv[0], err)

@@ -185,7 +185,7 @@ func (r *run) pause(point string) {
 
 func (r *run) start() error {
 	r.say("containment: %s", r.cfg.Backend)
-	if w := r.cfg.Isolation.SameUserWarning(); w != "" {
+	for _, w := range r.cfg.Isolation.startWarnings() {
 		r.say("warning: %s", w)
 	}
 	if err := prepareSupervisor(r.cfg, r.diag); err != nil {

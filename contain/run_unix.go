@@ -33,7 +33,7 @@ func Run(ctx context.Context, cfg RunConfig) int {
 	defer signal.Stop(sigs)
 	absorbSignals()
 	say("containment: %s", cfg.Backend)
-	if w := cfg.Isolation.SameUserWarning(); w != "" {
+	for _, w := range cfg.Isolation.startWarnings() {
 		say("warning: %s", w)
 	}
 	sweepStale(cfg.Backend, cfg.ProofBound, cfg.Stderr)

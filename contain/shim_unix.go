@@ -50,8 +50,8 @@ func ShimMain() int {
 		switch m.Op {
 		case opInit:
 			prog = m
-			if !m.Gated { // the hold starts at once; the worker waits for opStart
-				pid, err := startProgram(program{argv: prog.Argv, env: prog.Env, noNewPrivs: prog.NoNewPrivs, iso: prog.Isolation, leaf: prog.Leaf, join: prog.Join})
+			if !m.Gated { // the hold, and run's worker, start at once; a gated worker waits for opStart
+				pid, err := startNow(prog)
 				reply := msg{Op: opReady, Reply: true, Pid: pid}
 				if err != nil {
 					reply.Err = err.Error()
@@ -64,9 +64,9 @@ func ShimMain() int {
 				continue
 			}
 			reply := msg{Op: opReady, Reply: true}
-			if prog.Isolation != nil && prog.Isolation.PrivatePids {
+			if prog.Isolation.waitsAhead() {
 				var err error
-				if early, err = startWaitingInit(program{argv: prog.Argv, env: prog.Env, noNewPrivs: true, iso: prog.Isolation, leaf: prog.Leaf, join: prog.Join}); err != nil {
+				if early, err = startWaiting(program{argv: prog.Argv, env: prog.Env, noNewPrivs: true, iso: prog.Isolation, leaf: prog.Leaf, join: prog.Join}); err != nil {
 					reply.Err = err.Error()
 				}
 			}
@@ -101,13 +101,27 @@ func ShimMain() int {
 	return 0
 }
 
+// startNow starts an ungated group's program: the hold, or run's worker,
+// through its waiting helper when it has one, told to start at once.
+func startNow(prog msg) (int, error) {
+	p := program{argv: prog.Argv, env: prog.Env, noNewPrivs: prog.NoNewPrivs, iso: prog.Isolation, leaf: prog.Leaf, join: prog.Join}
+	if !prog.Isolation.waitsAhead() {
+		return startProgram(p)
+	}
+	wi, err := startWaiting(p)
+	if err != nil {
+		return 0, err
+	}
+	return wi.start(nil, 0)
+}
+
 // program is what a shim starts.
 type program struct {
 	argv       []string
 	env        []string
 	noNewPrivs bool       // the worker: no privilege gain through setuid binaries
 	iso        *Isolation // the worker: its user and PID namespace, if any
-	startPipe  *os.File   // --private-pids ahead of the gate: the init's fd 3, it waits for its start there
+	startPipe  *os.File   // a waiting helper's fd 3, it waits for its start there (startWaiting)
 	fireMs     int64      // gated start: refuse once the armed deadline has passed
 	leaf       string     // cgroup backend: the leaf the program must be born in (fd 6)
 	join       bool       // clone3 is refused: enter the leaf through the join re-exec
@@ -137,31 +151,17 @@ func startProgram(p program) (int, error) {
 		// closing that crashed the shim (epollwait failed with EBADF).
 		defer unix.Close(fdLeaf)
 	}
-	spawn := func(path string, argv []string, sys *syscall.SysProcAttr) (int, error) {
-		type result struct {
-			pid int
-			err error
-		}
-		done := make(chan result, 1)
-		// no_new_privs is a property of the thread that forks: set it on a thread
-		// of our own that is thrown away afterwards (the goroutine exits locked).
-		go func() {
-			runtime.LockOSThread()
-			if err := p.restrictThread(); err != nil {
-				done <- result{0, err}
-				return
-			}
-			files := []uintptr{0, fdOut, fdErr}
-			if p.startPipe != nil {
-				files = append(files, p.startPipe.Fd())
-			}
-			pid, _, err := syscall.StartProcess(path, argv, &syscall.ProcAttr{Env: p.env, Files: files, Sys: sys})
-			done <- result{pid, err}
-		}()
-		r := <-done
-		return r.pid, r.err
+	follow, err := p.shimPidfd()
+	if err != nil {
+		return 0, fmt.Errorf("start %s: %w", p.argv[0], err)
 	}
-	path, argv, sys, err := isolate(p.iso, p.argv, p.startPipe != nil)
+	if follow != nil {
+		defer follow.Close()
+	}
+	spawn := func(path string, argv []string, sys *syscall.SysProcAttr) (int, error) {
+		return p.spawn(path, argv, sys, follow)
+	}
+	path, argv, sys, err := isolate(p.iso, p.argv, p.startPipe != nil, followFd(p.startPipe, follow))
 	if err != nil {
 		return 0, fmt.Errorf("start %s: %w", p.argv[0], err)
 	}
@@ -198,6 +198,49 @@ func startProgram(p program) (int, error) {
 	return pid, nil
 }
 
+// spawn starts path with the program's descriptors (and follow, the shim's
+// pidfd, when not nil) from a thread of our own, restricted as the program
+// must start (restrictThread): no_new_privs and the Landlock scope are
+// properties of the thread that forks, so that thread is thrown away
+// afterwards (the goroutine exits locked).
+func (p program) spawn(path string, argv []string, sys *syscall.SysProcAttr, follow *os.File) (int, error) {
+	type result struct {
+		pid int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := p.restrictThread(); err != nil {
+			done <- result{0, err}
+			return
+		}
+		files := []uintptr{0, fdOut, fdErr}
+		if p.startPipe != nil {
+			files = append(files, p.startPipe.Fd())
+		}
+		if follow != nil {
+			files = append(files, follow.Fd())
+		}
+		pid, _, err := syscall.StartProcess(path, argv, &syscall.ProcAttr{Env: p.env, Files: files, Sys: sys})
+		done <- result{pid, err}
+	}()
+	r := <-done
+	return r.pid, r.err
+}
+
+// followFd is the number follow gets in the child (startProgram's files:
+// 0-2, then the start pipe when there is one); 0 without follow.
+func followFd(startPipe, follow *os.File) int {
+	switch {
+	case follow == nil:
+		return 0
+	case startPipe != nil:
+		return 4
+	}
+	return 3
+}
+
 // restrictThread sets what the program starts with on the calling thread,
 // which forks it: no_new_privs, and the worker's Landlock scope, which
 // without CAP_SYS_ADMIN (a non-root supervisor) needs no_new_privs first.
@@ -232,21 +275,22 @@ func beforeDeadline(fireMs int64) error {
 	return nil
 }
 
-// waitingInit is a worker's PID-namespace init (--private-pids) started when
-// the worker's group is set up, ahead of the gate: namespaces, its own /proc
-// and a start of our own binary all happen before authority arrives, and the
-// gate costs one pipe write. It is born in the worker's container like the
-// worker, and it starts nothing until told: a teardown before the gate finds
-// it waiting and ends it (INT, TERM or HUP end it at once; one that lands in
-// the instant between its exec and its runtime's start is dropped, as any
-// namespace init drops signals it has no handler for, and the KILL after the
-// grace ends it instead).
+// waitingInit is a worker's helper started when the worker's group is set
+// up, ahead of the gate: its PID-namespace init (--private-pids), or its
+// pre-start helper (the fence; prestart_linux.go). Namespaces, the init's own
+// /proc, the fence and a start of our own binary all happen before authority
+// arrives, and the gate costs one pipe write. It is born in the worker's
+// container like the worker, and it starts nothing until told: a teardown
+// before the gate finds it waiting and ends it (INT, TERM or HUP end it at
+// once; one that lands in the instant between its exec and its runtime's
+// start is dropped, as any namespace init drops signals it has no handler
+// for, and the KILL after the grace ends it instead).
 type waitingInit struct {
 	pid    int
-	startW *os.File // the write end of the init's start pipe
+	startW *os.File // the write end of the helper's start pipe
 }
 
-func startWaitingInit(p program) (*waitingInit, error) {
+func startWaiting(p program) (*waitingInit, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("create the worker's start pipe: %w", err)
@@ -261,7 +305,7 @@ func startWaitingInit(p program) (*waitingInit, error) {
 	return &waitingInit{pid: pid, startW: w}, nil
 }
 
-// start checks the deadline and hands the init the worker's added
+// start checks the deadline and hands the helper the worker's added
 // environment, which makes it start the worker; closing the pipe unwritten
 // makes it exit without.
 func (wi *waitingInit) start(env []string, fireMs int64) (int, error) {
@@ -274,7 +318,7 @@ func (wi *waitingInit) start(env []string, fireMs int64) (int, error) {
 		_, err = wi.startW.Write(b)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("start the worker through its namespace's init: %w", err)
+		return 0, fmt.Errorf("start the worker through its waiting helper: %w", err)
 	}
 	return wi.pid, nil
 }

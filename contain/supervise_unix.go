@@ -288,8 +288,13 @@ func sweepStale(b Backend, _ time.Duration, diag io.Writer) {
 	if err != nil {
 		fmt.Fprintf(diag, "octostore-supervisor: sweeping abandoned runs: %v\n", err)
 	}
+	swept := false
 	for _, s := range runs {
+		swept = swept || !s.NotOurs
 		switch {
+		case s.NotOurs:
+			// Said at every start it is there: nothing else will remove it.
+			fmt.Fprintf(diag, "octostore-supervisor: %s is named like a run but not marked by a supervisor: left alone (%d processes; no sweep kills or removes it)\n", s.Dir, s.Processes)
 		case s.ProvenEmpty:
 			fmt.Fprintf(diag, "octostore-supervisor: swept abandoned run %s: %d processes, proven empty true, removed %v\n", s.Dir, s.Processes, s.Removed)
 		case s.MarkErr != "":
@@ -298,7 +303,7 @@ func sweepStale(b Backend, _ time.Duration, diag io.Writer) {
 			fmt.Fprintf(diag, "octostore-supervisor: abandoned run %s still holds %d processes after cgroup.kill (stuck in the kernel?); starts no longer wait for it: `octostore-supervisor sweep` waits for it and names what is left, `octostore-supervisor doctor` lists such runs\n", s.Dir, s.Processes)
 		}
 	}
-	if len(runs) > 0 {
+	if swept {
 		// Each abandoned run swept leaves about 19 KB of garbage (measured:
 		// 48 runs, 0.9 MB), and pages the heap touched stay this process's
 		// until the runtime's scavenger returns them, which it had not done

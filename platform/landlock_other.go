@@ -7,6 +7,9 @@ import "errors"
 // LandlockScopeABI is the first Landlock ABI with scopes (Linux only).
 const LandlockScopeABI = 6
 
+// LandlockFileRulesABI is the first Landlock ABI a fence uses (Linux only).
+const LandlockFileRulesABI = 2
+
 // LandlockABI is 0: Landlock is Linux's.
 func LandlockABI() int { return 0 }
 

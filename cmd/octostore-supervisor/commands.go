@@ -134,6 +134,9 @@ also sweep at start.`,
 					if r.UnprovenSince != "" {
 						line += "  unproven at start since " + r.UnprovenSince
 					}
+					if r.NotOurs {
+						line += "  not ours: named like a run but not marked by a supervisor, left alone"
+					}
 					fmt.Fprintln(stdout, line)
 				}
 			}
@@ -141,7 +144,7 @@ also sweep at start.`,
 				return cli.Exit("octostore-supervisor: sweep: "+err.Error(), contain.ExitSoftware)
 			}
 			for _, r := range runs {
-				if !c.Bool("dry-run") && !r.ProvenEmpty {
+				if !c.Bool("dry-run") && !r.ProvenEmpty && !r.NotOurs {
 					return cli.Exit("octostore-supervisor: a swept run could not be proven empty", contain.ExitSoftware)
 				}
 			}

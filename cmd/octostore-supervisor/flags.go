@@ -47,7 +47,8 @@ func resolveIsolation(c *cli.Context) (contain.Isolation, error) {
 	if c.IsSet("worker-user") && c.String("worker-user") == "" {
 		return contain.Isolation{}, usageError{"--worker-user needs a user name or uid"}
 	}
-	iso, err := contain.ResolveIsolation(contain.IsolationRequest{WorkerUser: c.String("worker-user"), PrivatePids: c.Bool("private-pids"), NoScope: c.Bool("no-worker-scope")})
+	iso, err := contain.ResolveIsolation(contain.IsolationRequest{WorkerUser: c.String("worker-user"), PrivatePids: c.Bool("private-pids"), NoScope: c.Bool("no-worker-scope"),
+		WorkerUserManagerOK: c.Bool("worker-user-manager-ok")})
 	if err != nil {
 		return iso, usageError{err.Error()}
 	}

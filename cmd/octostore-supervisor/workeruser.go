@@ -10,6 +10,7 @@ import (
 func workerUserFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "share-worker-user", Usage: "with --worker-user: let other live runs on this host run their workers as the same user, when they say so too (by default a run refuses a user another run uses: two workers of one user can read, trace and write each other)"},
+		&cli.BoolFlag{Name: "worker-user-manager-ok", Usage: "with --worker-user: accept a USER whose service manager (systemd --user) runs or who is lingering, though the worker can have that manager start processes outside the run (systemd-run --user), which nothing of ours then ends (by default, on systemd hosts, such a user is refused)"},
 		&cli.StringSliceFlag{Name: "worker-env", Usage: "with --worker-user: pass this variable of ours to the worker (repeatable); it otherwise gets a fresh environment for its user: HOME, USER, LOGNAME, SHELL, PATH, and TERM, LANG, LANGUAGE, TZ, LC_* kept"},
 	}
 }
@@ -17,6 +18,9 @@ func workerUserFlags() []cli.Flag {
 // workerUserOptions adds the worker-user flags to a resolved isolation, or
 // refuses them (usage error).
 func workerUserOptions(c *cli.Context, iso contain.Isolation) (contain.Isolation, error) {
+	if c.Bool("worker-user-manager-ok") && iso.User == nil {
+		return iso, usageError{"--worker-user-manager-ok goes with --worker-user (without it the worker runs as our own user, whose service manager it can reach anyway)"}
+	}
 	iso, err := iso.WithWorkerUserOptions(c.StringSlice("worker-env"), c.Bool("share-worker-user"), c.Command.Name != "run")
 	if err != nil {
 		return iso, usageError{err.Error()}

@@ -410,7 +410,8 @@ func TestDoctorJSON(t *testing.T) {
 
 // `sweep` kills, proves empty and removes a run whose supervisor and guardian are
 // both gone, and leaves alone a run whose supervisor or guardian lives and any
-// directory that is not a run; --dry-run only lists. A parent that is not on
+// directory that is not a run; --dry-run only lists. Each run here is marked
+// as a supervisor marks its runs (markRun): the sweep touches no other. A parent that is not on
 // the cgroup v2 filesystem is refused with 64.
 func TestSweepAbandonedRun(t *testing.T) {
 	defaultPassOnly(t)
@@ -426,9 +427,11 @@ func TestSweepAbandonedRun(t *testing.T) {
 	notARun := filepath.Join(parent, "not-a-run")
 	victim, victimGone := sleepIn(t, mkLeaf(t, abandoned, "worker"))
 	mkLeaf(t, abandoned, "hold")
+	markRun(t, abandoned)
 	keep := []proctest.Record{}
 	for _, d := range []string{supAlive, guardianAlive} {
 		rec, _ := sleepIn(t, mkLeaf(t, d, "worker"))
+		markRun(t, d)
 		keep = append(keep, rec)
 	}
 	rec, _ := sleepIn(t, mkLeaf(t, notARun, "x"))
@@ -499,6 +502,7 @@ func TestSweepConcurrentSweeps(t *testing.T) {
 		dirs = append(dirs, d)
 		w := mkLeaf(t, d, "worker")
 		mkLeaf(t, d, "hold")
+		markRun(t, d)
 		if i%3 == 0 {
 			rec, _ := sleepIn(t, w)
 			victims = append(victims, rec)
@@ -649,6 +653,19 @@ func mkLeaf(t *testing.T, dir, name string) string {
 	leaf := filepath.Join(dir, name)
 	require.NoError(t, os.MkdirAll(leaf, 0o755))
 	return leaf
+}
+
+// markRun marks dir as a supervisor marks the run directory it makes (the
+// xattr user.octostore.run: the directory's name and inode number); the
+// sweeps kill and remove no directory without it. The test, as root and
+// under no file rules, can set it as any process of the runs' user could,
+// which is all the mark is documented to stop.
+func markRun(t *testing.T, dir string) {
+	t.Helper()
+	var st unix.Stat_t
+	require.NoError(t, unix.Stat(dir, &st))
+	mark := fmt.Sprintf("%s ino %d", filepath.Base(dir), st.Ino)
+	require.NoError(t, unix.Setxattr(dir, "user.octostore.run", []byte(mark), 0))
 }
 
 // sleepIn starts `sleep 600` and moves it into the cgroup leaf. The channel

@@ -42,23 +42,33 @@ func TestRunInItsOwnDelegatedCgroup(t *testing.T) {
 	require.Contains(t, strings.Fields(string(moved)), strconv.Itoa(caller.Pid), "the caller's process moved down with the supervisor")
 }
 
-// A supervisor that runs as the worker of another one, its cgroup that
-// worker's leaf, moves into supervisor/ below that leaf and makes its runs
-// there. When the outer run ends, all of it goes: before, the outer removed
-// only its leaves, left the run's directories to hold the inner cgroups, and
-// every later start-up sweep spent about a second failing to remove them.
+// A supervisor that runs as the worker of an unfenced one (--no-worker-scope),
+// its cgroup that worker's leaf, moves into supervisor/ below that leaf and
+// makes its runs there. When the outer run ends, all of it goes: before, the
+// outer removed only its leaves, left the run's directories to hold the inner
+// cgroups, and every later start-up sweep spent about a second failing to
+// remove them. Behind the default fence the worker may write no cgroup file,
+// so the inner supervisor falls back to process groups, says why, and its
+// worker stays in the outer worker's leaf.
 func TestRunRemovesCgroupsMadeBelowItsLeaves(t *testing.T) {
 	defaultPassOnly(t)
 	t.Parallel()
 	parent := newCgroupParent(t)
 	dir := t.TempDir()
 	inner := fmt.Sprintf("exec %s run -- /bin/sh -c 'grep ^0:: /proc/self/cgroup'", bins.sup)
-	r := startCLI(t, dir, 0, "run", "--cgroup-parent", parent, "--", "/bin/sh", "-c", inner)
-	require.Equal(t, 0, r.wait(bound), r.stderr())
 	rel := strings.TrimPrefix(parent, cgroupMount(t))
+
+	r := startCLI(t, dir, 0, "run", "--no-worker-scope", "--cgroup-parent", parent, "--", "/bin/sh", "-c", inner)
+	require.Equal(t, 0, r.wait(bound), r.stderr())
 	require.Regexp(t, `0::`+rel+`/run-[0-9.-]+/worker/run-[0-9.-]+/worker\n`, r.out.String(), "the inner run was made below the outer worker's leaf")
 	require.Contains(t, r.stderr(), "we moved into "+contain.SupervisorLeaf+"/ below it")
 	require.Empty(t, runDirsOf(t, parent, r.cmd.Process.Pid), "the outer run's cgroups are all gone")
+
+	fenced := startCLI(t, dir, 0, "run", "--cgroup-parent", parent, "--", "/bin/sh", "-c", inner)
+	require.Equal(t, 0, fenced.wait(bound), fenced.stderr())
+	require.Regexp(t, `0::`+rel+`/run-[0-9.-]+/worker\n`, fenced.out.String(), "the inner worker stayed in the outer worker's leaf")
+	require.Regexp(t, `containment: process-group \(cgroup v2 unavailable: .*permission denied\)`, fenced.stderr())
+	require.Empty(t, runDirsOf(t, parent, fenced.cmd.Process.Pid))
 }
 
 // doctor checks a delegated cgroup by using it as a run would, moving every

@@ -24,7 +24,7 @@ const moduleRoot = "../../.."
 // bins are built by TestMain, or found built from the same sources
 // (proctest.BuildShared): the supervisor with its test pause hooks compiled
 // in, the scripted hold, the misbehaving worker and the other helpers.
-var bins struct{ dir, sup, hold, esc, octostore, authority, attacker, fenceworker, localuser string }
+var bins struct{ dir, sup, hold, esc, octostore, authority, attacker, fenceworker, localuser, cloneinto string }
 
 func TestMain(m *testing.M) {
 	// A supervisor may run this test binary as its protected worker
@@ -44,6 +44,7 @@ func TestMain(m *testing.M) {
 		{Name: "attacker", Pkg: "./testbin/attacker"},
 		{Name: "fenceworker", Pkg: "./testbin/fenceworker"},
 		{Name: "localuser", Pkg: "./testbin/localuser"},
+		{Name: "cloneinto", Pkg: "./testbin/cloneinto"},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -58,6 +59,7 @@ func TestMain(m *testing.M) {
 	bins.attacker = filepath.Join(dir, "attacker")
 	bins.fenceworker = filepath.Join(dir, "fenceworker")
 	bins.localuser = filepath.Join(dir, "localuser")
+	bins.cloneinto = filepath.Join(dir, "cloneinto")
 	// Orphans of anything a test started come back to us instead of PID 1, so a
 	// leak is a live descendant we can see, name and kill.
 	if err := platform.BecomeSubreaper(); err != nil {

@@ -53,6 +53,7 @@ func TestIsolationRefused(t *testing.T) {
 		{"root by uid", 0, []string{"--worker-user", "0"}, "is root (uid 0)"},
 		{"root group", 0, []string{"--worker-user", "nobody:root"}, "group 0 (root)"},
 		{"empty user", 0, []string{"--worker-user="}, "--worker-user needs a user"},
+		{"manager accepted without a worker user", 0, []string{"--worker-user-manager-ok"}, "--worker-user-manager-ok goes with --worker-user"},
 		{"run only: nothing to wait for in a namespace that ends", 0, []string{"--private-pids", "--until-empty"}, "--until-empty cannot wait under --private-pids"},
 	} {
 		for _, kind := range []string{"election", "lock", "run"} {

@@ -77,6 +77,7 @@ func TestSweepKillsLeaderExitEscapee(t *testing.T) {
 	abandoned := filepath.Join(parent, "run-999999.1-999998.1")
 	leaf := mkLeaf(t, abandoned, "worker")
 	mkLeaf(t, abandoned, "hold")
+	markRun(t, abandoned)
 	dir := t.TempDir()
 	// In the leaf before it runs an instruction of its own, as a worker is.
 	cmd := exec.Command("/bin/sh", "-c", `echo $$ > "$0" && exec "$@"`, filepath.Join(leaf, "cgroup.procs"),

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -318,6 +319,8 @@ func TestStartupSweepRemembersAnUnprovableRun(t *testing.T) {
 	victim, victimGone := sleepIn(t, mkLeaf(t, stuck, "worker"))
 	mkLeaf(t, stuck, "hold")
 	mkLeaf(t, empty, "worker")
+	markRun(t, stuck)
+	markRun(t, empty)
 	thaw := freezeV1(t, victim.Pid)
 
 	t.Run("dry run: a run with no process is proven empty", func(t *testing.T) {
@@ -364,6 +367,62 @@ func TestStartupSweepRemembersAnUnprovableRun(t *testing.T) {
 	last := startRun()
 	require.Contains(t, last.stderr(), "swept abandoned run "+stuck+": 0 processes, proven empty true, removed true")
 	require.NoDirExists(t, stuck)
+}
+
+// A directory named like an abandoned run that no supervisor marked, holding
+// a live process - as a worker of the runs' user staged one, with another
+// run's worker moved into it, and had the next start kill that worker - is
+// left alone by the start-up sweep, which says so, and by `sweep`, which
+// lists it as not ours. The test then ends its process and removes the
+// directory itself.
+func TestStartupSweepLeavesUnmarkedRunAlone(t *testing.T) {
+	defaultPassOnly(t)
+	t.Parallel()
+	parent := newCgroupParent(t)
+	forged := filepath.Join(parent, "run-999999.1-999998.1")
+	leaf := mkLeaf(t, forged, "worker")
+	victim, victimGone := sleepIn(t, leaf)
+
+	r := startCLI(t, t.TempDir(), 0, "run", "--cgroup-parent", parent, "--", "true")
+	require.Equal(t, 0, r.wait(bound), r.stderr())
+	require.Contains(t, r.stderr(), forged+" is named like a run but not marked by a supervisor: left alone")
+	require.NotContains(t, r.stderr(), "swept abandoned run "+forged)
+	require.True(t, victim.Alive(), "the start-up sweep killed a process in a directory no supervisor marked")
+	require.DirExists(t, forged)
+	require.Empty(t, runDirsOf(t, parent, r.cmd.Process.Pid), "the run's own cgroup was left")
+
+	// `sweep` lists it as not ours, looking only, with or without
+	// --dry-run, and it is no failure to prove a run empty (exit 0).
+	for _, args := range [][]string{{"--dry-run"}, {}} {
+		sw := startCLI(t, t.TempDir(), 0, append([]string{"sweep", "--cgroup-parent", parent, "--json"}, args...)...)
+		require.Equal(t, 0, sw.wait(bound), sw.stderr())
+		require.Len(t, sw.out.Lines(), 1, "sweep %v: %s", args, sw.stderr())
+		var s map[string]any
+		require.NoError(t, json.Unmarshal([]byte(sw.out.Lines()[0]), &s))
+		require.Equal(t, map[string]any{"dir": forged, "processes": float64(1), "proven_empty": false, "removed": false, "not_ours": true}, s)
+		require.True(t, victim.Alive(), "sweep %v killed a process in a directory no supervisor marked", args)
+		require.DirExists(t, forged)
+	}
+
+	require.NoError(t, syscall.Kill(victim.Pid, syscall.SIGKILL))
+	select {
+	case st := <-victimGone:
+		ws := st.Sys().(syscall.WaitStatus)
+		require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "%v", st)
+	case <-time.After(bound):
+		t.Fatal("the test's sleep was never reaped")
+	}
+	require.False(t, victim.Alive())
+	for _, d := range []string{leaf, forged} {
+		var err error
+		// Right after the last task exits the kernel may answer EBUSY briefly.
+		proctest.Until(time.Second, func() bool {
+			err = syscall.Rmdir(d)
+			return !errors.Is(err, syscall.EBUSY)
+		})
+		require.NoError(t, err, "remove %s", d)
+	}
+	require.NoDirExists(t, forged)
 }
 
 // freePort returns a loopback TCP port nobody listens on now.

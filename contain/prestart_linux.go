@@ -1,0 +1,181 @@
+package contain
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/octostore-supervisor/supervisor/platform"
+)
+
+// The worker's fence (Isolation.Fence) is applied by the last of our
+// processes before the worker: the pre-start helper, or the namespace init
+// under --private-pids. Neither the shim nor the guardian can apply it. A
+// seccomp filter on the shim's forking thread would refuse that thread's own
+// clone3, the one that starts the worker inside its cgroup leaf; file rules
+// there would refuse the join helper its write to cgroup.procs and the
+// namespace init its mount of /proc. So a helper born in the worker's leaf
+// builds the fence while it waits for the gate (NewFence reads /, /sys and
+// the mount table: off the gate path), and at the gate applies it to the one
+// thread that then execs the worker (or, for the init, forks it). The gate
+// costs a pipe write and that exec, as it cost the shim's fork and exec.
+
+// Words between a worker helper's identity and "--" (PrestartMain,
+// PidInitMain).
+const (
+	pidWaitArg = "--wait"    // wait for the start message on fd 3 (awaitStart)
+	fenceArg   = "--fence"   // put the worker behind the fence (workerFence)
+	followArg  = "--follow=" // N: fd N is the shim's pidfd; end with the shim
+)
+
+// helperOpts are those words, read.
+type helperOpts struct {
+	wait, fence bool
+	follow      int // 0: none
+}
+
+// parseHelperOpts reads the words up to "--" and returns what follows it.
+func parseHelperOpts(words []string) (helperOpts, []string, error) {
+	var o helperOpts
+	for i, w := range words {
+		switch {
+		case w == "--":
+			return o, words[i+1:], nil
+		case w == pidWaitArg:
+			o.wait = true
+		case w == fenceArg:
+			o.fence = true
+		case strings.HasPrefix(w, followArg):
+			fd, err := strconv.Atoi(strings.TrimPrefix(w, followArg))
+			if err != nil || fd < 3 {
+				return o, nil, fmt.Errorf("bad %s%q", followArg, w)
+			}
+			o.follow = fd
+		default:
+			return o, nil, fmt.Errorf("unknown argument %q", w)
+		}
+	}
+	return o, nil, errors.New(`no "--" before the program`)
+}
+
+// workerFence is the fence every worker stands behind: no write reaches a
+// cgroup file system, so the worker cannot leave its cgroup, lift its
+// limits, or freeze, kill or move anything of its own run or of another,
+// even where those cgroups belong to its user (systemd's delegation). A
+// grant beneath the worker's own leaf, for nested supervisors and container
+// engines, is not offered: the kernel lets a process write a pid into
+// cgroup.procs when it may write the destination and the common ancestor's
+// cgroup.procs, a check Landlock does not see, so in a subtree delegated to
+// the worker's user a writable leaf would let the worker pull any process of
+// that subtree (every supervisor of its user among them) into its leaf and
+// kill it there with cgroup.kill. Only a cgroup namespace rooted at the leaf
+// closes that, which unprivileged needs a user namespace.
+func workerFence() (*platform.Fence, error) {
+	mounts, err := platform.CgroupMounts()
+	if err != nil {
+		return nil, fmt.Errorf("list the cgroup mounts to fence the worker from: %w", err)
+	}
+	return platform.NewFence(mounts)
+}
+
+// enterFence puts the calling, locked thread behind the fence and refuses it
+// clone3 (platform.BlockCloneIntoCgroup). Unprivileged both need
+// no_new_privs, which is set first.
+func enterFence(f *platform.Fence) error {
+	if os.Geteuid() != 0 {
+		if err := platform.SetNoNewPrivs(); err != nil {
+			return err
+		}
+	}
+	if err := f.RestrictThread(); err != nil {
+		return fmt.Errorf("fence the worker (--no-worker-scope starts it without): %w", err)
+	}
+	if err := platform.BlockCloneIntoCgroup(); err != nil {
+		return fmt.Errorf("refuse the worker clone3 (--no-worker-scope starts it without): %w", err)
+	}
+	return nil
+}
+
+// PrestartMain is the pre-start helper: `__octostore-prestart UID:GID|-
+// [--wait] --fence -- PROGRAM ARGS...`. Born where the worker would be (in
+// its leaf, with its Landlock scope and no_new_privs), it builds the fence,
+// waits for the start message when told (fd 3 brings the worker's added
+// environment; closed unwritten, or INT, TERM or HUP meanwhile, it exits 0
+// without), then enters the fence, takes the worker's identity and execs
+// PROGRAM in its own place: the worker keeps its pid, its parent and its
+// cgroup.
+func PrestartMain(args []string) int {
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(os.Stderr, "octostore-supervisor: pre-start: "+format+"\n", a...)
+		return ExitSoftware
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	if err := adoptInherited(); err != nil {
+		return fail("%v", err)
+	}
+	if len(args) < 2 {
+		return fail("bad arguments")
+	}
+	u, err := parseUserSpec(args[0])
+	if err != nil {
+		return fail("%v", err)
+	}
+	opts, argv, err := parseHelperOpts(args[1:])
+	if err != nil || len(argv) == 0 || !opts.fence {
+		return fail("bad arguments (%v)", err)
+	}
+	fence, err := workerFence()
+	if err != nil {
+		return fail("%v", err)
+	}
+	env := os.Environ()
+	if opts.wait {
+		added, ok, err := awaitStart(sigs)
+		if err != nil {
+			return fail("%v", err)
+		}
+		if !ok {
+			return ExitOK
+		}
+		env = append(env, added...)
+	}
+	signal.Reset()
+	// The fence first, then the worker's identity: as root the fence needs
+	// no no_new_privs (CAP_SYS_ADMIN does), so a --worker-user worker
+	// started with --allow-new-privs keeps setuid programs working; the
+	// domain and the filter stay with the thread through setuid and exec.
+	runtime.LockOSThread() // the exec happens on the thread behind the fence
+	if err := enterFence(fence); err != nil {
+		return fail("%v", err)
+	}
+	if err := takeIdentity(u); err != nil {
+		return fail("%v", err)
+	}
+	err = syscall.Exec(argv[0], argv, env)
+	return fail("exec %s: %v", argv[0], err)
+}
+
+// takeIdentity becomes the worker's user, with no supplementary groups: groups,
+// then group, then user, since after setuid the others are no longer allowed.
+// The syscall package applies each to every thread. nil: stay as we are.
+func takeIdentity(u *WorkerUser) error {
+	if u == nil {
+		return nil
+	}
+	if err := syscall.Setgroups(nil); err != nil {
+		return fmt.Errorf("setgroups: %w", err)
+	}
+	if err := syscall.Setgid(int(u.Gid)); err != nil {
+		return fmt.Errorf("setgid(%d): %w", u.Gid, err)
+	}
+	if err := syscall.Setuid(int(u.Uid)); err != nil {
+		return fmt.Errorf("setuid(%d): %w", u.Uid, err)
+	}
+	return nil
+}
