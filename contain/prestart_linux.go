@@ -83,9 +83,9 @@ func workerFence() (*platform.Fence, error) {
 	return platform.NewFence(mounts)
 }
 
-// enterFence puts the calling, locked thread behind the fence and refuses it
-// clone3 (platform.BlockCloneIntoCgroup). Unprivileged both need
-// no_new_privs, which is set first.
+// enterFence puts the calling, locked thread behind the fence (its file
+// rules and clone3 refused). Unprivileged that needs no_new_privs, which is
+// set first.
 func enterFence(f *platform.Fence) error {
 	if os.Geteuid() != 0 {
 		if err := platform.SetNoNewPrivs(); err != nil {
@@ -94,9 +94,6 @@ func enterFence(f *platform.Fence) error {
 	}
 	if err := f.RestrictThread(); err != nil {
 		return fmt.Errorf("fence the worker (--no-worker-scope starts it without): %w", err)
-	}
-	if err := platform.BlockCloneIntoCgroup(); err != nil {
-		return fmt.Errorf("refuse the worker clone3 (--no-worker-scope starts it without): %w", err)
 	}
 	return nil
 }

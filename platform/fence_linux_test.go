@@ -12,8 +12,8 @@ import (
 )
 
 // fencedShell runs script with /bin/sh from a thread behind fence (nil: none)
-// and clone3 blocked when block is set, and returns its combined output.
-func fencedShell(t *testing.T, fence *Fence, block bool, script string) string {
+// and returns its combined output.
+func fencedShell(t *testing.T, fence *Fence, script string) string {
 	t.Helper()
 	type result struct {
 		out []byte
@@ -28,12 +28,6 @@ func fencedShell(t *testing.T, fence *Fence, block bool, script string) string {
 		}
 		if fence != nil {
 			if err := fence.RestrictThread(); err != nil {
-				done <- result{nil, err}
-				return
-			}
-		}
-		if block {
-			if err := BlockCloneIntoCgroup(); err != nil {
 				done <- result{nil, err}
 				return
 			}
@@ -83,11 +77,11 @@ libc.syscall(435, None, 0) # clone3(NULL, 0): EINVAL, or ENOSYS behind the filte
 print("clone3", os.strerror(ctypes.get_errno()))
 t = threading.Thread(target=print, args=("thread",)); t.start(); t.join()'
 `
-	fenced := fencedShell(t, fence, true, script)
+	fenced := fencedShell(t, fence, script)
 	require.Equal(t, "hi\nclone3 Function not implemented\nthread\n", fenced, "behind the fence: ordinary work only")
 
 	// The shell moved itself into cg; back to the top before cg is removed.
-	open := fencedShell(t, nil, false, strings.Replace(script, "mkdir a b", "mkdir c d", 1)+"echo $$ > "+mount+"/cgroup.procs\n")
+	open := fencedShell(t, nil, strings.Replace(script, "mkdir a b", "mkdir c d", 1)+"echo $$ > "+mount+"/cgroup.procs\n")
 	require.Contains(t, open, "MKDIR-OK", "without the fence the same changes go through")
 	require.Contains(t, open, "WRITE-OK")
 	require.Contains(t, open, "MOVE-OK")
@@ -116,4 +110,39 @@ func TestFenceGrants(t *testing.T) {
 func TestUnescapeMountPath(t *testing.T) {
 	require.Equal(t, "/a b/c\\d", unescapeMountPath(`/a\040b/c\134d`))
 	require.Equal(t, `/x\0`, unescapeMountPath(`/x\0`))
+}
+
+// BenchmarkFence: what the fence costs, built ahead and entered at the gate.
+func BenchmarkFence(b *testing.B) {
+	mounts, err := CgroupMounts()
+	require.NoError(b, err)
+	b.Run("build", func(b *testing.B) {
+		for range b.N {
+			f, err := NewFence(mounts)
+			require.NoError(b, err)
+			f.Close()
+		}
+	})
+	f, err := NewFence(mounts)
+	require.NoError(b, err)
+	defer f.Close()
+	for _, c := range []struct {
+		name  string
+		enter func() error
+	}{{"none", func() error { return nil }}, {"fence", f.RestrictThread}} {
+		b.Run("enter-"+c.name, func(b *testing.B) {
+			for range b.N {
+				done := make(chan error)
+				go func() {
+					runtime.LockOSThread() // the thread is thrown away with the goroutine
+					if err := SetNoNewPrivs(); err != nil {
+						done <- err
+						return
+					}
+					done <- c.enter()
+				}()
+				require.NoError(b, <-done)
+			}
+		})
+	}
 }
