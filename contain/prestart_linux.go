@@ -100,10 +100,10 @@ func enterFence(f *platform.Fence) error {
 
 // PrestartMain is the pre-start helper: `__octostore-prestart UID:GID|-
 // [--wait] --fence -- PROGRAM ARGS...`. Born where the worker would be (in
-// its leaf, with its Landlock scope and no_new_privs), it builds the fence,
-// waits for the start message when told (fd 3 brings the worker's added
+// its leaf, with its Landlock scope and no_new_privs), it builds and enters
+// the fence, waits for the start message when told (fd 3 brings the worker's added
 // environment; closed unwritten, or INT, TERM or HUP meanwhile, it exits 0
-// without), then enters the fence, takes the worker's identity and execs
+// without), then takes the worker's identity and execs
 // PROGRAM in its own place: the worker keeps its pid, its parent and its
 // cgroup.
 func PrestartMain(args []string) int {
@@ -127,7 +127,18 @@ func PrestartMain(args []string) int {
 	if err != nil || len(argv) == 0 || !opts.fence {
 		return fail("bad arguments (%v)", err)
 	}
+	// The fence first, entered here, ahead of the gate, on the thread that
+	// will exec: nothing of ours it keeps this helper from doing (it only
+	// reads its start pipe), and the gate then pays for the exec alone. Then
+	// the worker's identity, at the gate: as root the fence needs no
+	// no_new_privs (CAP_SYS_ADMIN does), so a --worker-user worker started
+	// with --allow-new-privs keeps setuid programs working; the domain and
+	// the filter stay with the thread through setuid and exec.
+	runtime.LockOSThread()
 	fence, err := workerFence()
+	if err == nil {
+		err = enterFence(fence)
+	}
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -143,14 +154,6 @@ func PrestartMain(args []string) int {
 		env = append(env, added...)
 	}
 	signal.Reset()
-	// The fence first, then the worker's identity: as root the fence needs
-	// no no_new_privs (CAP_SYS_ADMIN does), so a --worker-user worker
-	// started with --allow-new-privs keeps setuid programs working; the
-	// domain and the filter stay with the thread through setuid and exec.
-	runtime.LockOSThread() // the exec happens on the thread behind the fence
-	if err := enterFence(fence); err != nil {
-		return fail("%v", err)
-	}
 	if err := takeIdentity(u); err != nil {
 		return fail("%v", err)
 	}
