@@ -190,16 +190,12 @@ func PidInitMain(args []string) int {
 	if len(ns.argv) == 0 {
 		return ExitOK // the probe: the namespace works
 	}
-	env := os.Environ()
-	if ns.opts.wait {
-		added, ok, err := awaitStart(sigs)
-		if err != nil {
-			return fail("%v", err)
-		}
-		if !ok {
-			return ExitOK
-		}
-		env = append(env, added...)
+	env, ok, err := startEnv(ns.opts, sigs)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if !ok {
+		return ExitOK
 	}
 	pid, err := startWorkerInNS(ns.argv, env, ns.user, ns.fence)
 	if err != nil {

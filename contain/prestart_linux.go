@@ -142,16 +142,12 @@ func PrestartMain(args []string) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	env := os.Environ()
-	if opts.wait {
-		added, ok, err := awaitStart(sigs)
-		if err != nil {
-			return fail("%v", err)
-		}
-		if !ok {
-			return ExitOK
-		}
-		env = append(env, added...)
+	env, ok, err := startEnv(opts, sigs)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if !ok {
+		return ExitOK
 	}
 	// No signal.Reset: exec sets caught signals back to their defaults
 	// itself, and Reset waits for the runtime's signal goroutine to idle
@@ -161,6 +157,18 @@ func PrestartMain(args []string) int {
 	}
 	err = syscall.Exec(argv[0], argv, env)
 	return fail("exec %s: %v", argv[0], err)
+}
+
+// startEnv is the worker's environment: ours, and what the start message
+// adds when the helper waits for one (awaitStart). false: the worker is not
+// to start.
+func startEnv(opts helperOpts, sigs <-chan os.Signal) ([]string, bool, error) {
+	env := os.Environ()
+	if !opts.wait {
+		return env, true, nil
+	}
+	added, ok, err := awaitStart(sigs)
+	return append(env, added...), ok, err
 }
 
 // takeIdentity becomes the worker's user, with no supplementary groups: groups,
