@@ -3,12 +3,16 @@ package contain
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/octostore-supervisor/supervisor/platform"
 )
@@ -188,4 +192,81 @@ func takeIdentity(u *WorkerUser) error {
 		return fmt.Errorf("setuid(%d): %w", u.Uid, err)
 	}
 	return nil
+}
+
+// addFence says whether the default fence works here, by doing it: on a
+// thread thrown away afterwards it enters the fence and writes to a cgroup
+// file this user could otherwise write, which must be refused.
+func (d *Diagnosis) addFence() {
+	const name = "worker fence (default)"
+	if on, why := fenceOffered(false); !on {
+		d.add(name, false, why+": a worker may write whatever cgroups its user may; use --worker-user for untrusted workers")
+		return
+	}
+	done := make(chan string, 1)
+	var err error
+	go func() {
+		runtime.LockOSThread() // never unlocked: the fenced thread goes with the goroutine
+		var tried string
+		tried, err = probeFence()
+		done <- tried
+	}()
+	tried := <-done
+	if err != nil {
+		d.add(name, false, err.Error())
+		return
+	}
+	d.add(name, true, "entered by each worker: Landlock file rules and a clone3 filter keep it from writing any cgroup file, so it cannot leave its cgroup, lift its limits or freeze or kill other runs ("+tried+")")
+}
+
+// probeFence enters the fence on the calling, locked thread and checks that
+// a cgroup file this user may write (the v2 root's cgroup.procs as root, its
+// own cgroup's otherwise) is refused there; it says what it tried.
+func probeFence() (string, error) {
+	fence, err := workerFence()
+	if err != nil {
+		return "", err
+	}
+	defer fence.Close()
+	target, err := fenceProbeTarget()
+	if err != nil {
+		return "", err
+	}
+	if err := enterFence(fence); err != nil {
+		return "", err
+	}
+	if target == "" {
+		return "entered; this user may write no cgroup file to try a refusal on", nil
+	}
+	f, err := os.OpenFile(target, os.O_WRONLY, 0)
+	if err == nil {
+		f.Close()
+		return "", errors.New("entered, but " + target + " could still be opened for writing")
+	}
+	if !errors.Is(err, fs.ErrPermission) {
+		return "", fmt.Errorf("entered, but the probe of %s failed otherwise: %w", target, err)
+	}
+	return "tried: writing " + target + " refused", nil
+}
+
+// fenceProbeTarget is a cgroup file this user may write, by its permission
+// bits (access(2), which Landlock does not answer), or "".
+func fenceProbeTarget() (string, error) {
+	mount, err := platform.CgroupV2Mount()
+	if err != nil {
+		return "", nil
+	}
+	dir := mount
+	if os.Geteuid() != 0 {
+		own, err := platform.OwnCgroupV2()
+		if err != nil {
+			return "", nil
+		}
+		dir = filepath.Join(mount, own)
+	}
+	target := filepath.Join(dir, "cgroup.procs")
+	if unix.Access(target, unix.W_OK) != nil {
+		return "", nil
+	}
+	return target, nil
 }

@@ -363,6 +363,11 @@ func TestDoctorText(t *testing.T) {
 		require.Equal(t, "yes", strings.Fields(strings.TrimPrefix(find(name), name))[0], "%s on a Linux 6.x host as root", name)
 	}
 	require.Equal(t, "cgroup", strings.Fields(strings.TrimPrefix(find("auto chooses"), "auto chooses"))[0])
+	// The fence is tried, not assumed: as root, a write to the v2 root's
+	// cgroup.procs that the permission bits allow is refused behind it.
+	fence := find("worker fence (default)")
+	require.Contains(t, fence, " yes ")
+	require.Contains(t, fence, "tried: writing "+filepath.Join(mount, "cgroup.procs")+" refused")
 }
 
 // `doctor --json` is one object: the facts (name, ok, detail) and the backend
