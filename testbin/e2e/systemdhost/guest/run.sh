@@ -66,6 +66,38 @@ KINDS=(run-daemon run-forkbomb election-sigterm)
 # outside) and are killed at --timeout.
 LIMITS=(svc-delegate:limits-refused svc:limits-oom-run svc:limits-oom-election svc:limits-forkbomb-pids svc:limits-cpu)
 UNIT_STEPS=(unit/start-leads unit/stop-released unit/kill-main-leaves-nothing unit/doctor-pre-keeps-cgroup)
+# A worker of tester (the supervisor's own user, in the user-session mode:
+# every supervisor of tester shares SCOPE, the octostore-supervisor.scope
+# its user manager delegated) attacks SCOPE's cgroups (attack-cgroup.sh runs
+# them, attack-worker.sh attacks); MODE/attack-ATTACK, each judged from
+# outside: the attack's writes refused (Permission denied; clone3:
+# Function not implemented), nothing of it happened, the attacked runs print
+# their terminal lines, no second worker of a room while the first beats,
+# nothing left:
+#   kill-supervisors  clone3 a child into SCOPE/supervisor (CLONE_INTO_CGROUP);
+#                     mkdir SCOPE/evil and move itself there out of its run;
+#                     move every pid of SCOPE/supervisor to a cgroup of its
+#                     own and write its cgroup.kill (every supervisor of the
+#                     user would die with no terminal line)
+#   freeze            write 1 to SCOPE/supervisor/cgroup.freeze and its run's
+#                     hold/cgroup.freeze
+#   lift-limits       write max to its own leaf's memory.max, pids.max and
+#                     cpu.max under --memory-max 64M --max-processes 32
+#                     --cpu-max 0.5 (read back from outside)
+#   sweep-victim      make SCOPE/run-999999.1-999998.1/worker (a run whose
+#                     owners are dead) and move another live run's worker
+#                     there, for the next run's start-up sweep to kill (the
+#                     victim must stay in its leaf and beat on after it)
+ATTACKS=(kill-supervisors freeze lift-limits sweep-victim)
+# MODE:FLAGS (the attacker's; commas for spaces). user-session-no-worker-scope
+# is the run without the defence: there the attack's writes must go through
+# and be seen from outside, so that each scenario is shown able to fail.
+ATTACK_MODES=("user-session:" "user-session-private-pids:--private-pids" "user-session-no-worker-scope:--no-worker-scope")
+# What a worker of a user with a service manager can ask it for
+# (systemd-run --user) no cgroup rule closes; user-manager.sh says what each
+# proves: the supervisor's note at start, root's --worker-user refused (64)
+# for a lingering user unless --worker-user-manager-ok.
+MANAGER_SCENARIOS=(user-session/note-systemd-run svc-worker-user-tester/manager-refused)
 
 selected() { [ -z "$ONLY" ] || [[ "$1" =~ $ONLY ]]; }
 uptime_s() { cut -d. -f1 /proc/uptime; }
@@ -275,6 +307,15 @@ done
 for l in "${LIMITS[@]}"; do
   selected "${l/://}" && echo "PLAN ${l/://}" >>"$R/results.txt"
 done
+for m in "${ATTACK_MODES[@]}"; do
+  for a in "${ATTACKS[@]}"; do
+    n=${m%%:*}/attack-$a
+    selected "$n" && echo "PLAN $n" >>"$R/results.txt"
+  done
+done
+for n in "${MANAGER_SCENARIOS[@]}"; do
+  selected "$n" && echo "PLAN $n" >>"$R/results.txt"
+done
 
 start_registrar
 REGPID=$!
@@ -302,5 +343,9 @@ for l in "${LIMITS[@]}"; do
     [ "$mode" = "${l%%:*}" ] && scenario "$mode" "$how" "$delegate" "$flags" "$expect" "${l#*:}"
   done
 done
+. "$G/attack-cgroup.sh"
+attack_scenarios
+. "$G/user-manager.sh"
+manager_scenarios
 kill "$REGPID" 2>/dev/null
 say "scenarios done at uptime $(uptime_s)s"
