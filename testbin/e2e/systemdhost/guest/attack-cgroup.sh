@@ -20,12 +20,20 @@
 #       sweep);
 #       the runs end as they should: L and S released (143) on SIGTERM, S
 #       leading in between, with no heartbeat of S before L's last; A
-#       released (0) once its worker exits;
+#       released (0) once its worker exits; lift-limits' worker, held to
+#       the limits it tried to lift, then goes past --memory-max 64M
+#       (worker-oom.sh): A's end is judged as limits-oom-election's (e2e.py
+#       limits oom-election: exit 70, released with worker_exit_code 137,
+#       limit_hit memory, oom_kills >= 1, signal 9, proven empty, the
+#       allocation stopped part way);
 #       nothing of the trees left (e2e.py leftovers, no cgroup of the
 #       attack's left in SCOPE);
 #   - with --no-worker-scope (no defence) the same scenario must see the
 #     attack's writes go through and its effect from outside, which proves
 #     that the checks above can fail; its leftovers are then cleaned up.
+#     There lift-limits' allocation must run to its end unstopped (e2e.py
+#     limits alloc-lifted: exit 70, released with worker_exit_code 92, no
+#     limit_hit, no OOM kill, 512 MiB allocated), and nothing be left.
 declare -A ALPID ASPID ASST
 AD=
 ATK_DEADLINE=0
@@ -202,6 +210,33 @@ atk_outside() {
   esac
 }
 
+# atk_nothing_left SCOPE: nothing of the scenario's trees left (e2e.py
+# leftovers), no cgroup of the attack's left in SCOPE
+atk_nothing_left() {
+  local e
+  e=$(python3 "$G/e2e.py" leftovers "$AD")
+  [ "$e" = PASS ] || atk_bad "left: ${e#FAIL: }"
+  e=$(python3 "$G/attack.py" foreign "$1" | tr '\n' ' ')
+  [ -z "$e" ] || atk_bad "cgroups of the attack left in the scope: $e"
+}
+
+# atk_alloc_end KIND: lets lift-limits' attacker go on past its memory
+# limit (worker-oom.sh: a setsid daemon, then 512 MiB) and judges A's end,
+# which its worker's end brings (no SIGTERM), as e2e.py limits judges KIND
+# (without the defence the whole 512 MiB took 22 s under TCG).
+atk_alloc_end() {
+  local v
+  atk_note the attacker may allocate
+  touch "$AD/attacker.go"
+  if ! atk_ended A 60; then
+    atk_bad "A's supervisor did not end within 60s of its worker's allocation; stderr: $(atk_stderr A)"
+    return 1
+  fi
+  atk_note A ended
+  v=$(python3 "$G/e2e.py" limits "$AD" "$1" "$(cat "$AD/A.rc")" A)
+  [ "$v" = PASS ] || atk_bad "A's end, judged as $1: ${v#FAIL: }; its terminal line: $(python3 "$G/attack.py" terminal "$AD/A.stdout")"
+}
+
 atk_none_alive() {
   local r
   for r in "$@"; do
@@ -245,6 +280,10 @@ atk_phases() { # ATTACK: runs the scenario up to its outside judgement
       atk_bad "without the defence the attack's writes should go through: $ok went through, $refused were refused: $(grep '^refused ' "$log" | head -n 3 | tr '\n' '|')"
     [ ${#ATK_EFFECT[@]} -gt 0 ] ||
       atk_bad "without the defence the attack's writes went through, yet nothing of it was seen from outside: this scenario could not fail"
+    # the limits lifted, no memory limit ends the worker
+    if [ "$attack" = lift-limits ]; then
+      atk_alloc_end alloc-lifted && atk_nothing_left "$scope"
+    fi
     return
   fi
   [ "$ok" = 0 ] || atk_bad "$ok of the attack's writes went through: $(grep '^ok ' "$log" | head -n 4 | tr '\n' '|')"
@@ -266,14 +305,16 @@ atk_phases() { # ATTACK: runs the scenario up to its outside judgement
     e=$(python3 "$G/attack.py" hb-order "$AD/hb.L" "$AD/hb.S")
     [ "${e%% *}" = PASS ] || atk_bad "a second worker of room-v while the first lived: ${e#FAIL: }"
   fi
-  atk_note the attacker may exit
-  touch "$AD/attacker.go"
-  atk_wind_down A 0 "released true 0" || return
-  atk_note A ended
-  e=$(python3 "$G/e2e.py" leftovers "$AD")
-  [ "$e" = PASS ] || atk_bad "left: ${e#FAIL: }"
-  e=$(python3 "$G/attack.py" foreign "$scope" | tr '\n' ' ')
-  [ -z "$e" ] || atk_bad "cgroups of the attack left in the scope: $e"
+  if [ "$attack" = lift-limits ]; then
+    # held to the limits it tried to lift: the memory limit ends it
+    atk_alloc_end oom-election || return
+  else
+    atk_note the attacker may exit
+    touch "$AD/attacker.go"
+    atk_wind_down A 0 "released true 0" || return
+    atk_note A ended
+  fi
+  atk_nothing_left "$scope"
 }
 
 # atk_cleanup: ends whatever the scenario left (thawed first) and removes
@@ -314,6 +355,10 @@ atk_log() { # NAME VERDICT
       [ ! -e "$AD/$role.worker" ] || echo "-- worker: $(cat "$AD/$role.worker")"
       echo "-- stdout"; tail -n 8 "$AD/$role.stdout" 2>/dev/null
       echo "-- stderr"; tail -n 30 "$AD/$role.stderr" 2>/dev/null
+    done
+    local x
+    for x in registered alloc.mib; do
+      [ ! -s "$AD/$x" ] || { echo "== $x"; head -n 40 "$AD/$x"; }
     done
     [ ! -s "$AD/cleanup.err" ] || { echo "== cleanup.err"; cat "$AD/cleanup.err"; }
     [ "$2" = PASS ] || { echo "== processes at the end"; cat "$AD/ps.txt"; }

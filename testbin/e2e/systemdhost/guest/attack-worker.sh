@@ -4,7 +4,8 @@
 # the scope tester's supervisors share (SCOPE/run-*/worker), attacks that
 # scope's cgroups as attack-worker.sh ATTACK says, writes every attempt to
 # DIR/attack.log, then DIR/attack.done, waits (at most 120 s) for
-# DIR/attacker.go and exits 0.
+# DIR/attacker.go and exits 0; lift-limits then execs worker-oom.sh instead
+# (a setsid daemon, then e2e.py alloc: 512 MiB, past the 64M it tried to lift).
 #
 # DIR/attack.log: "leaf PATH" first (where it ran), then one line per step:
 #   ok STEP PATH VALUE            the write (or mkdir) went through
@@ -23,7 +24,8 @@
 #                     every supervisor of the user dies, with no terminal line
 #   freeze            1 to SCOPE/supervisor/cgroup.freeze and to its run's
 #                     hold/cgroup.freeze
-#   lift-limits       max to its own leaf's memory.max, pids.max and cpu.max
+#   lift-limits       max to its own leaf's memory.max, pids.max and cpu.max;
+#                     once let go, past the memory limit (worker-oom.sh)
 #   sweep-victim      mkdir SCOPE/run-999999.1-999998.1/worker (a run whose
 #                     owners are dead) and move every other run's worker
 #                     there, out of its run, for the next supervisor's
@@ -126,7 +128,10 @@ esac
 echo "after $(cut -d: -f3- /proc/self/cgroup)" >>"$log"
 touch "$E2E_DIR/attack.done"
 for _ in $(seq 1200); do
-  [ -e "$E2E_DIR/attacker.go" ] && exit 0
+  if [ -e "$E2E_DIR/attacker.go" ]; then
+    [ "$attack" != lift-limits ] || exec /bin/bash "$E2E_G/worker-oom.sh"
+    exit 0
+  fi
   sleep 0.1
 done
 exit 93

@@ -18,6 +18,14 @@ monitor DIR            root: counts the bomb's processes (argv "python3 e2e.py
 judge DIR              root: judges one scenario from DIR/params and what the
                        run left; prints PASS or FAIL: reasons, then kills
                        whatever the scenario left running
+limits DIR KIND RC ROLE
+                       root: judges how a supervisor of another scenario
+                       (attack-cgroup.sh's lift-limits) ended, as judge judges
+                       the limit scenario KIND (oom-election, or
+                       alloc-lifted: worker-oom.sh's allocation under a
+                       --memory-max its worker lifted, which nothing stops):
+                       its exit code RC and DIR/ROLE.stdout; PASS or FAIL:
+                       reasons
 kill DIR               root: SIGKILLs whatever the scenario left running
 leftovers DIR          root: PASS, or FAIL: the processes and cgroups left
 snapshot DIR           root: "PID STARTTIME WHAT" of the scenario's processes
@@ -381,19 +389,24 @@ def last_json(text):
         return None, f"stdout's last line is not JSON: {lines[-1][:200]}"
 
 
-def stderr_tail(d):
-    lines = [l for l in read(d, "stderr").splitlines() if l.strip()]
+def stderr_tail(d, name="stderr"):
+    lines = [l for l in read(d, name).splitlines() if l.strip()]
     return " | ".join(lines[-3:])[:600] or "(empty)"
 
 
-def judge_limits(p, d, rc):
-    """The resource-limit scenarios (--memory-max, --cpu-max)."""
+def judge_limits(p, d, rc, role=""):
+    """The resource-limit scenarios (--memory-max, --cpu-max). ROLE names the
+    supervisor's output (DIR/ROLE.stdout and ROLE.stderr, an attack
+    scenario's); else DIR/stdout and stderr. alloc-lifted is worker-oom.sh in
+    an election whose --memory-max its worker lifted: nothing stops its
+    allocation (e2e.py alloc exits 92 at 512 MiB), and no limit is named."""
     kind, bad = p["KIND"], []
-    line, err = last_json(read(d, "stdout"))
+    out, err_out = (f"{role}.stdout", f"{role}.stderr") if role else ("stdout", "stderr")
+    line, err = last_json(read(d, out))
     c = (line or {}).get("containment") or {}
-    want_rc = {"oom-run": 137, "oom-election": 70, "cpu": 143, "refused": 64}.get(kind)
+    want_rc = {"oom-run": 137, "oom-election": 70, "alloc-lifted": 70, "cpu": 143, "refused": 64}.get(kind)
     if want_rc is not None and rc != want_rc:
-        bad.append(f"exit {rc}, want {want_rc}; stderr: {stderr_tail(d)}")
+        bad.append(f"exit {rc}, want {want_rc}; stderr: {stderr_tail(d, err_out)}")
     if kind == "refused":
         errs = read(d, "stderr")
         for want in ("--memory-max needs the memory controller, which", "does not offer: "):
@@ -406,16 +419,23 @@ def judge_limits(p, d, rc):
         return bad + [err]
     if c.get("proven_empty") is not True:
         bad.append(f"containment not proven empty: {c}")
-    if kind.startswith("oom"):
+    if kind.startswith("oom") or kind == "alloc-lifted":
         if not os.path.exists(os.path.join(d, "daemon.registered")):
             bad.append("the worker's setsid daemon never started")
+    if kind.startswith("oom"):
         if c.get("limit_hit") != "memory" or (c.get("oom_kills") or 0) < 1 or c.get("signal") != 9:
             bad.append(f"want limit_hit memory, oom_kills >= 1, signal 9: {c}")
         if read(d, "alloc.mib").strip() in ("", "512"):
             bad.append(f"the allocation was not stopped part way (alloc.mib {read(d, 'alloc.mib').strip()!r})")
-    if kind == "oom-election":
-        if line.get("event") != "released" or line.get("worker_exit_code") != 137:
-            bad.append(f"want released with worker_exit_code 137, got {line.get('event')!r} {line.get('worker_exit_code')!r}")
+    if kind == "alloc-lifted":
+        if c.get("limit_hit") or (c.get("oom_kills") or 0) > 0:
+            bad.append(f"want no limit_hit and no OOM kill (the worker lifted its memory.max): {c}")
+        if read(d, "alloc.mib").strip() != "512":
+            bad.append(f"the allocation was stopped part way (alloc.mib {read(d, 'alloc.mib').strip()!r}, want 512)")
+    if kind in ("oom-election", "alloc-lifted"):
+        want = 137 if kind == "oom-election" else 92
+        if line.get("event") != "released" or line.get("worker_exit_code") != want:
+            bad.append(f"want released with worker_exit_code {want}, got {line.get('event')!r} {line.get('worker_exit_code')!r}")
     if kind == "cpu":
         if c.get("limit_hit") != "timeout" or c.get("duration_ms", 0) > 3000:
             bad.append(f"want the throttled tree ended by --timeout (limit_hit timeout) within 3 s of teardown: {c}")
@@ -585,6 +605,12 @@ def main():
         judge(args[0])
     elif cmd == "kill":
         kill(args[0])
+    elif cmd == "limits":
+        p = params(args[0])
+        p["KIND"] = args[1]
+        rc = int(args[2]) if args[2].lstrip("-").isdigit() else None
+        bad = ["the supervisor did not end"] if rc is None else judge_limits(p, args[0], rc, args[3])
+        print("FAIL: " + "; ".join(bad) if bad else "PASS")
     elif cmd == "leftovers":
         bad = leftovers(args[0], params(args[0]))
         print("FAIL: " + "; ".join(bad) if bad else "PASS")

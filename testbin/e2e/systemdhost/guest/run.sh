@@ -83,7 +83,10 @@ UNIT_STEPS=(unit/start-leads unit/stop-released unit/kill-main-leaves-nothing un
 #                     hold/cgroup.freeze
 #   lift-limits       write max to its own leaf's memory.max, pids.max and
 #                     cpu.max under --memory-max 64M --max-processes 32
-#                     --cpu-max 0.5 (read back from outside)
+#                     --cpu-max 0.5 (read back from outside), then go past
+#                     the memory limit: held to it, the tree is OOM-killed
+#                     and A's terminal line names it, as limits-oom-election
+#                     judges it (without the defence: nothing stops it)
 #   sweep-victim      make SCOPE/run-999999.1-999998.1/worker (a run whose
 #                     owners are dead) and move another live run's worker
 #                     there, for the next run's start-up sweep to kill (the
