@@ -190,7 +190,7 @@ func PidInitMain(args []string) int {
 	if len(ns.argv) == 0 {
 		return ExitOK // the probe: the namespace works
 	}
-	env, ok, err := startEnv(ns.opts, sigs)
+	env, ok, err := startEnv(ns.opts, func() ([]string, bool, error) { return awaitStart(sigs) })
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -358,16 +358,22 @@ func awaitStart(sigs <-chan os.Signal) ([]string, bool, error) {
 			if r.err != nil {
 				return nil, false, fmt.Errorf("read the start message: %w", r.err)
 			}
-			if len(r.b) == 0 {
-				return nil, false, nil
-			}
-			var env []string
-			if err := json.Unmarshal(r.b, &env); err != nil {
-				return nil, false, fmt.Errorf("decode the start message: %w", err)
-			}
-			return env, true, nil
+			return decodeStart(r.b)
 		}
 	}
+}
+
+// decodeStart reads a start message: the worker's added environment, a JSON
+// array of KEY=VALUE; empty (the pipe closed unwritten) means no start.
+func decodeStart(b []byte) ([]string, bool, error) {
+	if len(b) == 0 {
+		return nil, false, nil
+	}
+	var env []string
+	if err := json.Unmarshal(b, &env); err != nil {
+		return nil, false, fmt.Errorf("decode the start message: %w", err)
+	}
+	return env, true, nil
 }
 
 // startWorkerInNS starts the worker with the init's descriptors 0-2 and

@@ -146,7 +146,7 @@ func PrestartMain(args []string) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	env, ok, err := startEnv(opts, sigs)
+	env, ok, err := startEnv(opts, func() ([]string, bool, error) { return readStart(sigs) })
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -164,15 +164,44 @@ func PrestartMain(args []string) int {
 }
 
 // startEnv is the worker's environment: ours, and what the start message
-// adds when the helper waits for one (awaitStart). false: the worker is not
-// to start.
-func startEnv(opts helperOpts, sigs <-chan os.Signal) ([]string, bool, error) {
+// adds (wait) when the helper waits for one. false: the worker is not to
+// start.
+func startEnv(opts helperOpts, wait func() ([]string, bool, error)) ([]string, bool, error) {
 	env := os.Environ()
 	if !opts.wait {
 		return env, true, nil
 	}
-	added, ok, err := awaitStart(sigs)
+	added, ok, err := wait()
 	return append(env, added...), ok, err
+}
+
+// readStart is awaitStart for the pre-start helper, on the calling thread, the
+// one that will exec: a blocking read of fd 3 to its end, with no goroutine
+// handing the message over (a hand-over to a locked thread is another
+// wake-up on the gate path). A teardown's TERM, INT or HUP meanwhile ends the
+// helper at once, from the goroutine that receives it: the worker never
+// starts.
+func readStart(sigs <-chan os.Signal) ([]string, bool, error) {
+	go func() {
+		<-sigs
+		os.Exit(ExitOK)
+	}()
+	var msg []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := unix.Read(3, buf)
+		switch {
+		case n > 0:
+			msg = append(msg, buf[:n]...)
+			continue
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return nil, false, fmt.Errorf("read the start message: %w", err)
+		}
+		unix.Close(3)
+		return decodeStart(msg)
+	}
 }
 
 // takeIdentity becomes the worker's user, with no supplementary groups: groups,
