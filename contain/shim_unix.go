@@ -45,7 +45,7 @@ func ShimMain() int {
 
 	in := c.pump()
 	var prog msg
-	var early *waitingInit // --private-pids: the worker's init, started ahead of the gate
+	var early *waitingHelper // the worker's init or pre-start helper, started ahead of the gate
 	for m := range in {
 		switch m.Op {
 		case opInit:
@@ -66,7 +66,7 @@ func ShimMain() int {
 			reply := msg{Op: opReady, Reply: true}
 			if prog.Isolation.waitsAhead() {
 				var err error
-				if early, err = startWaiting(program{argv: prog.Argv, env: prog.Env, noNewPrivs: true, iso: prog.Isolation, leaf: prog.Leaf, join: prog.Join}); err != nil {
+				if early, err = startWaiting(programOf(prog, true)); err != nil {
 					reply.Err = err.Error()
 				}
 			}
@@ -78,7 +78,9 @@ func ShimMain() int {
 				pid, err = early.start(m.Env, m.FireMs)
 			} else {
 				env := append(append([]string(nil), prog.Env...), m.Env...)
-				pid, err = startProgram(program{argv: prog.Argv, env: env, noNewPrivs: true, iso: prog.Isolation, fireMs: m.FireMs, leaf: prog.Leaf, join: prog.Join})
+				p := programOf(prog, true)
+				p.env, p.fireMs = env, m.FireMs
+				pid, err = startProgram(p)
 			}
 			reply := msg{Op: opStart, Reply: true, Pid: pid}
 			if err != nil {
@@ -104,7 +106,7 @@ func ShimMain() int {
 // startNow starts an ungated group's program: the hold, or run's worker,
 // through its waiting helper when it has one, told to start at once.
 func startNow(prog msg) (int, error) {
-	p := program{argv: prog.Argv, env: prog.Env, noNewPrivs: prog.NoNewPrivs, iso: prog.Isolation, leaf: prog.Leaf, join: prog.Join}
+	p := programOf(prog, prog.NoNewPrivs)
 	if !prog.Isolation.waitsAhead() {
 		return startProgram(p)
 	}
@@ -113,6 +115,12 @@ func startNow(prog msg) (int, error) {
 		return 0, err
 	}
 	return wi.start(nil, 0)
+}
+
+// programOf is the program an init message names; noNewPrivs as given (a
+// gated worker always has it).
+func programOf(m msg, noNewPrivs bool) program {
+	return program{argv: m.Argv, env: m.Env, noNewPrivs: noNewPrivs, iso: m.Isolation, leaf: m.Leaf, join: m.Join}
 }
 
 // program is what a shim starts.
@@ -275,7 +283,7 @@ func beforeDeadline(fireMs int64) error {
 	return nil
 }
 
-// waitingInit is a worker's helper started when the worker's group is set
+// waitingHelper is a worker's helper started when the worker's group is set
 // up, ahead of the gate: its PID-namespace init (--private-pids), or its
 // pre-start helper (the fence; prestart_linux.go). Namespaces, the init's own
 // /proc, the fence and a start of our own binary all happen before authority
@@ -285,12 +293,12 @@ func beforeDeadline(fireMs int64) error {
 // once; one that lands in the instant between its exec and its runtime's
 // start is dropped, as any namespace init drops signals it has no handler
 // for, and the KILL after the grace ends it instead).
-type waitingInit struct {
+type waitingHelper struct {
 	pid    int
 	startW *os.File // the write end of the helper's start pipe
 }
 
-func startWaiting(p program) (*waitingInit, error) {
+func startWaiting(p program) (*waitingHelper, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("create the worker's start pipe: %w", err)
@@ -302,13 +310,13 @@ func startWaiting(p program) (*waitingInit, error) {
 		w.Close()
 		return nil, err
 	}
-	return &waitingInit{pid: pid, startW: w}, nil
+	return &waitingHelper{pid: pid, startW: w}, nil
 }
 
 // start checks the deadline and hands the helper the worker's added
 // environment, which makes it start the worker; closing the pipe unwritten
 // makes it exit without.
-func (wi *waitingInit) start(env []string, fireMs int64) (int, error) {
+func (wi *waitingHelper) start(env []string, fireMs int64) (int, error) {
 	defer wi.startW.Close()
 	if err := beforeDeadline(fireMs); err != nil {
 		return 0, err

@@ -69,7 +69,7 @@ import (
 //     hold's H is started through HoldRootArg and starts no P.
 //  3. W's init is gated: W starts nothing until start, except under
 //     --private-pids the worker's namespace init, which waits on a pipe of
-//     W's (waitingInit).
+//     W's (waitingHelper).
 //  4. P's stdout is the event channel. G passes its write end to H and closes
 //     its own copy, so the events go from the hold to S and G never reads one.
 //  5. arm: at leader or acquired and at each renewal, deadline generation
