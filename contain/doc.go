@@ -7,15 +7,15 @@
 // pid that could have been recycled, never fork or exec on the teardown path, and
 // never keep lifecycle state anywhere a worker can reach (files, named pipes, the
 // environment): state lives in memory and crosses process boundaries only through
-// anonymous descriptors inherited at start (socketpairs for every message, pipes
-// for the hold's bearer token and a waiting namespace init's start), and crosses
-// the exec into the lean helper image only in an anonymous memfd.
+// anonymous descriptors inherited at start (socketpairs for every message and
+// for a waiting helper's start, a pipe for the hold's bearer token), and
+// crosses the exec into the lean helper image only in an anonymous memfd.
 //
 // # Processes and their files
 //
 // On unix a run is four kinds of process, below each other in this order.
 // The supervisor, the guardian and the shims are this package's code; so are
-// the two helpers that may stand between a shim and its command. Each helper
+// the three helpers that may stand between a shim and its command. Each helper
 // is this binary or the lean helper image (cmd/octostore-helper) started
 // again with a hidden argv[1] that HelperMain maps to its Main
 // (helpermain.go); the embedded hold's root alone is dispatched by
@@ -71,6 +71,9 @@
 //	  isolate_linux.go   PidInitMain (PidInitArg): a --private-pids worker's
 //	                     namespace init: mounts its /proc, starts the worker,
 //	                     reaps the namespace
+//	  prestart_linux.go  PrestartMain (PrestartArg): the worker's pre-start
+//	                     helper: enters the fence ahead of the gate, forks the
+//	                     worker as the shim's child at it, and exits
 //
 // Windows has no guardian and no shims: the supervisor holds a job object per
 // group (host_windows.go, supervise_windows.go, run_windows.go), and the
@@ -101,11 +104,13 @@
 //     environment and isolation, whether it waits for start, and its cgroup
 //     leaf (open as fd 6). A shim roots one group and learns nothing of the
 //     other; the armed deadline reaches it only in start (FireMs), for a last
-//     check before the exec.
+//     check before the exec. A gated worker with a waiting helper is started
+//     by the guardian itself, through the helper's start channel (StartFd),
+//     which the shim only passes on.
 //
-// Below a shim, the join helper and a namespace init get their part as argv
-// words (JoinArg, PidInitArg), and a waiting init the worker's added
-// environment as JSON on its start pipe.
+// Below a shim, the helpers get their part as argv words (JoinArg,
+// PidInitArg, PrestartArg), and a waiting helper the worker's added
+// environment as JSON on its start channel.
 //
 // Its exported API serves this module's supervisor (cmd/octostore-supervisor)
 // and tests; it is internal to this module, with no compatibility promise.

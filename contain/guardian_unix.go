@@ -55,7 +55,8 @@ type shimGroup struct {
 	exitFwd bool          // the program's exit was forwarded to the supervisor
 	exit    *msg          // the program's exit report, taken during a teardown
 	report  Report
-	fam     *family // macOS: the group followed beyond parent links; nil on Linux
+	fam     *family        // macOS: the group followed beyond parent links; nil on Linux
+	helper  *waitingHelper // the gated worker's waiting helper: we start the worker through it
 }
 
 // GuardianMain is the guardian process. Descriptors: 0 the hold's stdin, 3 the
@@ -134,6 +135,7 @@ func (g *guardian) startGroups(init msg) error {
 			fmt.Fprintf(os.Stderr, "octostore-supervisor guardian: %v: should this supervisor and its guardian both die, no sweep will kill what is left in the run (sweeps kill only marked runs)\n", cg.markErr)
 		}
 	}
+	var hold *shimGroup
 	if len(init.Argv) > 0 {
 		// The supervisor's binary when we run the lean helper image: the
 		// embedded hold is there, not in ours.
@@ -142,17 +144,15 @@ func (g *guardian) startGroups(init msg) error {
 			image = os.NewFile(uintptr(init.HoldImageFd), "embedded-hold-image")
 			defer image.Close()
 		}
-		var hold *shimGroup
 		var err error
 		if init.EmbeddedHold {
 			hold, err = g.spawnHoldRoot(events, init.Argv, init.Env, image)
 		} else {
-			hold, err = g.spawnShim(groupHold, os.Stdin, events, os.Stderr, msg{Op: opInit, Argv: init.Argv, Env: init.Env})
+			hold, err = g.spawnShim(groupRoot{name: groupHold, in: os.Stdin, out: events, errf: os.Stderr}, msg{Op: opInit, Argv: init.Argv, Env: init.Env})
 		}
 		if err != nil {
 			return err
 		}
-		hold.started = true
 	}
 	events.Close()
 	os.Stdin.Close()
@@ -167,13 +167,35 @@ func (g *guardian) startGroups(init msg) error {
 	}
 	g.relay = relay
 	// run mode has no authority: the worker starts at once.
-	worker, err := g.spawnShim(groupWorker, devnull, wout, werr, msg{Op: opInit, Gated: !init.Ungated, Argv: init.WorkerArgv, Env: init.WorkerEnv,
+	worker := groupRoot{name: groupWorker, in: devnull, out: wout, errf: werr}
+	if !init.Ungated && init.Isolation.waitsAhead() {
+		ours, theirs, err := socketpair()
+		if err != nil {
+			return fmt.Errorf("create the worker's start channel: %w", err)
+		}
+		defer theirs.Close()
+		worker.start, worker.helper = theirs, &waitingHelper{ctl: ours}
+	}
+	grp, err := g.spawnShim(worker, msg{Op: opInit, Gated: !init.Ungated, Argv: init.WorkerArgv, Env: init.WorkerEnv,
 		Isolation: init.Isolation, NoNewPrivs: init.NoNewPrivs})
 	relay.closeWriters()
-	if err == nil && init.Ungated {
-		worker.started = true
+	if err != nil {
+		return err
 	}
-	return err
+	// Both groups were launched before either answered: the worker's group
+	// (its pre-start helper and fence among them) gets ready while the hold
+	// starts and asks for authority, not after.
+	if hold != nil {
+		if err := hold.awaitReady(); err != nil {
+			return err
+		}
+		hold.started = true
+	}
+	if err := grp.awaitReady(); err != nil {
+		return err
+	}
+	grp.started = init.Ungated
+	return nil
 }
 
 // leafOf is the group's cgroup leaf, nil under the process-group backend.
@@ -184,14 +206,14 @@ func (g *guardian) leafOf(grp *shimGroup) *leaf {
 	return g.cg.leaves[grp.name]
 }
 
-// spawnShim starts a group's shim; in becomes its program's stdin.
-func (g *guardian) spawnShim(name string, in, out, errf *os.File, init msg) (*shimGroup, error) {
+// spawnShim starts a group's shim; root.in becomes its program's stdin.
+func (g *guardian) spawnShim(root groupRoot, init msg) (*shimGroup, error) {
 	exe, err := selfExe()
 	if err != nil {
 		return nil, err
 	}
-	return g.spawnRoot(groupRoot{name: name, exe: exe, argv: []string{"octostore-supervisor", ShimArg}, env: helperEnv()},
-		in, out, errf, init)
+	root.exe, root.argv, root.env = exe, []string{"octostore-supervisor", ShimArg}, helperEnv()
+	return g.spawnRoot(root, init)
 }
 
 // spawnHoldRoot starts the embedded hold as the root of the hold group
@@ -209,21 +231,28 @@ func (g *guardian) spawnHoldRoot(events *os.File, argv, env []string, image *os.
 	// takes HoldRootArg in HoldArg's place. Our environment comes first: the
 	// first of two equal names is the one Go reads.
 	root := groupRoot{name: groupHold, exe: exe, argv: append([]string{argv[0], HoldRootArg}, argv[2:]...),
-		env: append(helperEnv(), env...), inproc: true}
-	return g.spawnRoot(root, os.Stdin, events, os.Stderr, msg{Op: opInit})
+		env: append(helperEnv(), env...), inproc: true, in: os.Stdin, out: events, errf: os.Stderr}
+	return g.spawnRoot(root, msg{Op: opInit})
 }
 
-// groupRoot is the process a group is rooted at and how it is started.
+// groupRoot is the process a group is rooted at and how it is started: in
+// becomes its program's stdin, out and errf its stdout and stderr.
 type groupRoot struct {
-	name   string
-	exe    string
-	argv   []string
-	env    []string
-	inproc bool
+	name          string
+	exe           string
+	argv          []string
+	env           []string
+	inproc        bool
+	in, out, errf *os.File
+	// The gated worker's waiting helper: start is the end of its start
+	// channel the shim passes on (StartFd), helper ours.
+	start  *os.File
+	helper *waitingHelper
 }
 
-// spawnRoot starts a group's root with the shim's descriptors and protocol.
-func (g *guardian) spawnRoot(root groupRoot, in, out, errf *os.File, init msg) (*shimGroup, error) {
+// spawnRoot starts a group's root with the shim's descriptors and protocol
+// and sends it init; its answer is awaitReady's to take.
+func (g *guardian) spawnRoot(root groupRoot, init msg) (*shimGroup, error) {
 	name := root.name
 	mine, theirs, err := socketpair()
 	if err != nil {
@@ -234,7 +263,7 @@ func (g *guardian) spawnRoot(root groupRoot, in, out, errf *os.File, init msg) (
 		return nil, fmt.Errorf("open %s: %w", os.DevNull, err)
 	}
 	defer devnull.Close()
-	files := []*os.File{in, devnull, os.Stderr, theirs, out, errf}
+	files := []*os.File{root.in, devnull, os.Stderr, theirs, root.out, root.errf}
 	if g.cg != nil && !root.inproc {
 		// The shim stays outside the leaf (it must outlive cgroup.kill to reap);
 		// it gets the leaf as fd 6 and starts its program inside it. (A root
@@ -248,6 +277,10 @@ func (g *guardian) spawnRoot(root groupRoot, in, out, errf *os.File, init msg) (
 		files = append(files, lf)
 		init.Leaf, init.Join = l.dir, g.backend.Join
 	}
+	if root.start != nil {
+		init.StartFd = len(files)
+		files = append(files, root.start)
+	}
 	g.mu.Lock() // the shim must be registered before the reaper can see it exit
 	pid, err := startProcess(root.exe, root.argv, root.env, files, false)
 	grp := &shimGroup{name: name, pid: pid, inproc: root.inproc, conn: newConn(mine), gone: make(chan struct{})}
@@ -260,21 +293,30 @@ func (g *guardian) spawnRoot(root groupRoot, in, out, errf *os.File, init msg) (
 	if err != nil {
 		return nil, fmt.Errorf("start %s group: %w", name, err)
 	}
+	grp.helper = root.helper
 	if err := grp.conn.send(init); err != nil {
 		return grp, fmt.Errorf("start %s group: %w", name, err)
 	}
+	return grp, nil
+}
+
+// awaitReady takes a launched group's answer to its init.
+func (grp *shimGroup) awaitReady() error {
 	reply, err := grp.conn.recv()
 	if err != nil {
-		return grp, fmt.Errorf("start %s group: %w", name, err)
+		return fmt.Errorf("start %s group: %w", grp.name, err)
 	}
 	if reply.Op != opReady {
-		return grp, fmt.Errorf("start %s group: the shim answered %q", name, reply.Op)
+		return fmt.Errorf("start %s group: the shim answered %q", grp.name, reply.Op)
 	}
 	if reply.Err != "" {
-		return grp, fmt.Errorf("start %s: %s", name, reply.Err)
+		return fmt.Errorf("start %s: %s", grp.name, reply.Err)
+	}
+	if grp.helper != nil {
+		grp.helper.pid = reply.Pid
 	}
 	grp.in = grp.conn.pump()
-	return grp, nil
+	return nil
 }
 
 func (g *guardian) loop() int {
@@ -437,7 +479,16 @@ func (g *guardian) startWorker(m msg) (int, error) {
 		return 0, errors.New("no live authority deadline")
 	}
 	grp.started = true
-	if err := grp.conn.send(msg{Op: opStart, Env: m.Env, FireMs: g.fireMs}); err != nil {
+	start := msg{Op: opStart, Env: m.Env, FireMs: g.fireMs}
+	if grp.helper != nil {
+		// Straight to the helper: the shim learns the worker's pid after.
+		pid, err := grp.helper.start(m.Env, g.fireMs)
+		if err != nil {
+			return 0, err
+		}
+		start = msg{Op: opStart, Pid: pid}
+	}
+	if err := grp.conn.send(start); err != nil {
 		return 0, err
 	}
 	select {

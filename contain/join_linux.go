@@ -50,3 +50,22 @@ func JoinMain(args []string) int {
 	err = syscall.Exec(argv[0], argv, os.Environ())
 	return fail("exec %s: %v", argv[0], err)
 }
+
+// takeIdentity becomes the worker's user, with no supplementary groups: groups,
+// then group, then user, since after setuid the others are no longer allowed.
+// The syscall package applies each to every thread. nil: stay as we are.
+func takeIdentity(u *WorkerUser) error {
+	if u == nil {
+		return nil
+	}
+	if err := syscall.Setgroups(nil); err != nil {
+		return fmt.Errorf("setgroups: %w", err)
+	}
+	if err := syscall.Setgid(int(u.Gid)); err != nil {
+		return fmt.Errorf("setgid(%d): %w", u.Gid, err)
+	}
+	if err := syscall.Setuid(int(u.Uid)); err != nil {
+		return fmt.Errorf("setuid(%d): %w", u.Uid, err)
+	}
+	return nil
+}

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -45,7 +47,6 @@ func ShimMain() int {
 
 	in := c.pump()
 	var prog msg
-	var early *waitingHelper // the worker's init or pre-start helper, started ahead of the gate
 	for m := range in {
 		switch m.Op {
 		case opInit:
@@ -64,24 +65,17 @@ func ShimMain() int {
 				continue
 			}
 			reply := msg{Op: opReady, Reply: true}
-			if prog.Isolation.waitsAhead() {
+			if m.StartFd != 0 {
+				// The worker's helper, started ahead of the gate; the guardian
+				// starts the worker through it and tells us its pid.
 				var err error
-				if early, err = startWaiting(programOf(prog, true)); err != nil {
+				if reply.Pid, err = startWaitingHelper(programOf(prog, true), os.NewFile(uintptr(m.StartFd), "start")); err != nil {
 					reply.Err = err.Error()
 				}
 			}
 			_ = c.send(reply)
 		case opStart:
-			var pid int
-			var err error
-			if early != nil {
-				pid, err = early.start(m.Env, m.FireMs)
-			} else {
-				env := append(append([]string(nil), prog.Env...), m.Env...)
-				p := programOf(prog, true)
-				p.env, p.fireMs = env, m.FireMs
-				pid, err = startProgram(p)
-			}
+			pid, err := startGated(prog, m)
 			reply := msg{Op: opStart, Reply: true, Pid: pid}
 			if err != nil {
 				reply.Err = err.Error()
@@ -110,11 +104,28 @@ func startNow(prog msg) (int, error) {
 	if !prog.Isolation.waitsAhead() {
 		return startProgram(p)
 	}
-	wi, err := startWaiting(p)
+	ours, theirs, err := socketpair()
+	if err != nil {
+		return 0, fmt.Errorf("create the worker's start channel: %w", err)
+	}
+	defer ours.Close()
+	pid, err := startWaitingHelper(p, theirs)
 	if err != nil {
 		return 0, err
 	}
-	return wi.start(nil, 0)
+	return (&waitingHelper{pid: pid, ctl: ours}).start(nil, 0)
+}
+
+// startGated starts the gated worker at the start message m, or, when the
+// guardian has started it through its waiting helper already, takes the pid
+// m names.
+func startGated(prog msg, m msg) (int, error) {
+	if m.Pid != 0 {
+		return m.Pid, nil
+	}
+	p := programOf(prog, true)
+	p.env, p.fireMs = append(append([]string(nil), prog.Env...), m.Env...), m.FireMs
+	return startProgram(p)
 }
 
 // programOf is the program an init message names; noNewPrivs as given (a
@@ -287,48 +298,93 @@ func beforeDeadline(fireMs int64) error {
 // up, ahead of the gate: its PID-namespace init (--private-pids), or its
 // pre-start helper (the fence; prestart_linux.go). Namespaces, the init's own
 // /proc, the fence and a start of our own binary all happen before authority
-// arrives, and the gate costs one pipe write. It is born in the worker's
+// arrives, and the gate costs one write. It is born in the worker's
 // container like the worker, and it starts nothing until told: a teardown
 // before the gate finds it waiting and ends it (INT, TERM or HUP end it at
 // once; one that lands in the instant between its exec and its runtime's
 // start is dropped, as any namespace init drops signals it has no handler
 // for, and the KILL after the grace ends it instead).
+//
+// Its fd 3 is a stream socket whose other end, ctl, is the guardian's for a
+// gated worker (the start is then one wake-up away from the worker's fork,
+// as the shim's own fork is) and the shim's in run. The start message comes
+// in, then ctl half-closes; the pre-start helper answers with the pid of the
+// worker it forked as the shim's child, and closes. A helper that closes
+// without an answer (the namespace init, or a pre-start helper that could
+// not start the worker) stands for the worker itself: its exit is the
+// worker's.
 type waitingHelper struct {
-	pid    int
-	startW *os.File // the write end of the helper's start pipe
+	pid int      // the helper's own
+	ctl *os.File // our end of its fd 3
 }
 
-func startWaiting(p program) (*waitingHelper, error) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("create the worker's start pipe: %w", err)
-	}
-	defer r.Close()
-	p.startPipe = r
-	pid, err := startProgram(p)
-	if err != nil {
-		w.Close()
-		return nil, err
-	}
-	return &waitingHelper{pid: pid, startW: w}, nil
+// startWaitingHelper starts p's waiting helper with start as its fd 3.
+func startWaitingHelper(p program, start *os.File) (int, error) {
+	defer start.Close()
+	p.startPipe = start
+	return startProgram(p)
 }
 
-// start checks the deadline and hands the helper the worker's added
-// environment, which makes it start the worker; closing the pipe unwritten
-// makes it exit without.
+// start checks the deadline (fireMs on the continuous clock; 0: none) and
+// hands the helper the worker's added environment, which makes it start the
+// worker; ctl closed unwritten makes it exit without. It returns the pid to
+// watch for the worker's exit: the one the helper names, within
+// helperAnswerBound, or the helper's own.
 func (wi *waitingHelper) start(env []string, fireMs int64) (int, error) {
-	defer wi.startW.Close()
+	defer wi.ctl.Close()
 	if err := beforeDeadline(fireMs); err != nil {
 		return 0, err
 	}
 	b, err := json.Marshal(env)
 	if err == nil {
-		_, err = wi.startW.Write(b)
+		_, err = wi.ctl.Write(b)
+	}
+	if err == nil {
+		err = shutdownWrite(wi.ctl)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("start the worker through its waiting helper: %w", err)
 	}
+	return wi.named()
+}
+
+// helperAnswerBound is how long a started helper may take to name the
+// worker: its fork and exec take about a millisecond here and tens under
+// emulation. One that says nothing for this long is stopped or broken, and
+// the start fails, so the worker it may have started is torn down with its
+// group; meanwhile whoever reads the answer waits.
+const helperAnswerBound = time.Second
+
+// named reads the helper's answer: the worker's pid, or the helper's own
+// when it closed the channel without one (or the helper died: its end of the
+// channel goes with it).
+func (wi *waitingHelper) named() (int, error) {
+	if err := wi.ctl.SetReadDeadline(time.Now().Add(helperAnswerBound)); err != nil {
+		return 0, fmt.Errorf("wait for the worker's helper: %w", err)
+	}
+	b, err := io.ReadAll(io.LimitReader(wi.ctl, 32))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return 0, fmt.Errorf("the worker's helper did not say it started the worker within %v", helperAnswerBound)
+	}
+	if pid, perr := strconv.Atoi(string(b)); err == nil && perr == nil && pid > 0 {
+		return pid, nil
+	}
 	return wi.pid, nil
+}
+
+// shutdownWrite half-closes a stream socket: the peer reads to its end, we
+// can still read its answer. Through the raw conn: Fd would make the file
+// blocking and its reads deaf to the deadline.
+func shutdownWrite(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.Shutdown(int(fd), unix.SHUT_WR) }); err != nil {
+		return err
+	}
+	return serr
 }
 
 // watched is the one program a shim started. Its exit may be reaped before

@@ -65,17 +65,18 @@ import (
 //     G's fd 0; W: /dev/null), 3 their end of their pair with G, 4 and 5 the
 //     program's stdout and stderr (H: the event channel and G's stderr; W:
 //     G's fd 5 and stderr, or a --worker-user worker's relay pipes), 6 the
-//     group's cgroup leaf under the cgroup backend (shims only). The embedded
-//     hold's H is started through HoldRootArg and starts no P.
-//  3. W's init is gated: W starts nothing until start, except under
-//     --private-pids the worker's namespace init, which waits on a pipe of
-//     W's (waitingHelper).
+//     group's cgroup leaf under the cgroup backend (shims only), then W's
+//     StartFd. The embedded hold's H is started through HoldRootArg and
+//     starts no P.
+//  3. W's init is gated: W starts nothing until start, except the worker's
+//     waiting helper (the pre-start helper, or under --private-pids the
+//     namespace's init), which waits on a channel of G's (waitingHelper).
 //  4. P's stdout is the event channel. G passes its write end to H and closes
 //     its own copy, so the events go from the hold to S and G never reads one.
 //  5. arm: at leader or acquired and at each renewal, deadline generation
-//     gen+1 only. G starts W's program only before the armed deadline, and
-//     start carries it (FireMs) to W, which checks it again before the exec;
-//     under --private-pids W's start is a write to the waiting init's pipe.
+//     gen+1 only. G starts W's program only before the armed deadline: it
+//     checks it as it writes the start to the waiting helper, or start
+//     carries it (FireMs) to W, which checks it again before the exec.
 //  6. Notifications. exited: P ended; from G with Code -1, Err and Report
 //     when a shim itself died, after G contained its group (the embedded
 //     hold's death is its own exit). expired: the armed deadline fired and G
@@ -124,6 +125,7 @@ type msg struct {
 	RunName    string     `json:"run_name,omitempty"` // init: the run's cgroup directory name
 	Leaf       string     `json:"leaf,omitempty"`     // shim init: the group's cgroup leaf (fd 6 holds it open)
 	Join       bool       `json:"join,omitempty"`     // shim init: clone3 is refused; join the leaf by re-exec
+	StartFd    int        `json:"start_fd,omitempty"` // gated worker's shim init: its waiting helper's start channel
 	Ungated    bool       `json:"ungated,omitempty"`  // init: run mode, start the worker at once
 	WorkerArgv []string   `json:"worker_argv,omitempty"`
 	WorkerEnv  []string   `json:"worker_env,omitempty"`
@@ -171,9 +173,10 @@ type msg struct {
 //	init     G -> H (hold)    -                           ready: Pid
 //	init     G -> W           Gated Argv Env Isolation    ready: Pid Err
 //	                          NoNewPrivs Leaf Join
+//	                          StartFd
 //	arm      S -> G           Gen FireMs KillMs           Err
 //	start    S -> G           Env                         Pid Err
-//	start    G -> W           Env FireMs                  Pid Err
+//	start    G -> W           Env FireMs, or Pid          Pid Err
 //	contain  S -> G           Group NoGrace               Report Exited Code
 //	                                                      Signal Err
 //	release  S -> G           -                           -
@@ -187,8 +190,12 @@ type msg struct {
 //	                          Err Report
 //	expired  G -> S           Gen Report                  (notification)
 //
-// Leaf and Join are set only under the cgroup backend. ready's Pid is the
-// program's when the root started it at once (H's, and W's in run), the
+// Leaf and Join are set only under the cgroup backend. StartFd is set when
+// the gated worker has a waiting helper (waitingHelper): the shim starts it
+// with that descriptor as its start channel and answers ready with its Pid;
+// at the gate G starts the worker through the channel itself and sends start
+// with the Pid to watch instead of Env and FireMs. ready's Pid is otherwise
+// the program's when the root started it at once (H's, and W's in run), the
 // hold's own from the embedded hold; the embedded hold's exited has Code
 // only. A program's exit that G takes during a teardown is not forwarded as
 // exited but returned in contain's reply (Exited, Code, Signal).

@@ -1,11 +1,17 @@
 package supervisor
 
 import (
+	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/octostore-supervisor/supervisor/contain"
+	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
+	"github.com/octostore-supervisor/supervisor/platform"
 )
 
 // Issue 10 item 3: a guardian stopped by SIGSTOP (by the worker, say) can
@@ -69,4 +75,61 @@ func TestGuardianSaysWhatItDidAfterSupervisorDied(t *testing.T) {
 	requireDeadBy(t, recs, time.Now().Add(bound))
 	// The stderr pipe closes when the guardian, its last holder, exits.
 	require.Regexp(t, `(?m)^octostore-supervisor guardian: the supervisor died; its worker and hold groups were killed and proven empty \(`+wantBackend(sc{})+`, [1-9]\d* processes killed, \d+ ms\)$`, r.stderr())
+}
+
+// The worker's pre-start helper, stopped before the gate (a SIGSTOP from
+// anything of its user's), cannot hold the guardian at the start: the helper
+// names the worker within a second or the start fails in doubt, and the
+// worker's group goes with the stopped helper in it. The worker never runs.
+func TestStoppedPreStartHelperFailsTheStart(t *testing.T) {
+	t.Parallel()
+	r := start(t, sc{hold: []string{"waitfile:{dir}/go", "emit:leader,term=7,budget=30000", "forever"}})
+	helper := waitPrestartHelper(t, guardianOf(t, r.cmd.Process.Pid))
+	require.NoError(t, syscall.Kill(helper.Pid, syscall.SIGSTOP))
+	waitStopped(t, helper.Pid, bound)
+	require.NoError(t, os.WriteFile(r.dir+"/go", nil, 0o644))
+	code := r.wait(bound)
+	require.Contains(t, r.stderr(), "the worker's helper did not say it started the worker within 1s")
+	require.Equal(t, 20, code, r.stderr())
+	require.Empty(t, r.events(), "nothing was printed: the leader line comes only after the start")
+	requireNeverRan(t, r)
+	require.False(t, helper.Alive(), "the stopped helper outlived its run")
+}
+
+// Once the worker runs, its pre-start helper is gone: the worker is the
+// shim's child, and nothing of ours is left in its group but the shim.
+func TestPreStartHelperLeavesTheWorkerToItsShim(t *testing.T) {
+	t.Parallel()
+	r := start(t, sc{hold: []string{"emit:leader,term=7,budget=30000", "forever"}})
+	r.waitEvent("leader", bound)
+	worker := waitPidLines(t, r.dir+"/pids", 1, bound)[0]
+	g := guardianOf(t, r.cmd.Process.Pid)
+	proctest.WaitFor(t, bound, "the pre-start helper to leave", func() bool {
+		for _, p := range liveDescendants(g) {
+			if strings.Contains(platform.Cmdline(p.Pid), contain.PrestartArg) {
+				return false
+			}
+		}
+		return true
+	})
+	wp, err := platform.NewProcReader().Stat(worker.pid)
+	require.NoError(t, err)
+	require.Contains(t, platform.Cmdline(wp.PPid), contain.ShimArg, "the worker's parent")
+	require.NoError(t, syscall.Kill(r.cmd.Process.Pid, syscall.SIGTERM))
+	require.NotEqual(t, -1, r.wait(bound))
+}
+
+// waitPrestartHelper is the pre-start helper below guardian g.
+func waitPrestartHelper(t *testing.T, g int) proctest.Record {
+	t.Helper()
+	var rec proctest.Record
+	proctest.WaitFor(t, bound, "the worker's pre-start helper", func() bool {
+		for _, p := range liveDescendants(g) {
+			if strings.Contains(platform.Cmdline(p.Pid), contain.PrestartArg) {
+				rec = proctest.Record{Pid: p.Pid, Start: p.StartTicks, Role: "pre-start helper"}
+			}
+		}
+		return rec.Pid != 0
+	})
+	return rec
 }
