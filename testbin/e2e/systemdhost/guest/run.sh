@@ -220,7 +220,9 @@ scenario() { # MODE LAUNCH DELEGATE FLAGS BOMB_EXPECT KIND
   judge-sees-survivors) short=control args="$d/worker" ;; # no supervisor: the daemon must be seen
   limits-oom-run) short=oom-run args="$SUP run --json --memory-max 64M $flags -- $d/worker" ;;
   limits-oom-election) short=oom-election args="$SUP election --server local --memory-max 64M $flags room-$tok cand-$safe $d/worker" ;;
-  limits-cpu) short=cpu args="$SUP run --json --cpu-max 0.25 --timeout 15s $flags -- $d/worker" ;;
+  # the timeout must outlast the hogs' start (two python starts each, at a
+  # quarter of an emulated CPU) and then the meter's 6 s; 15 s once did not
+  limits-cpu) short=cpu args="$SUP run --json --cpu-max 0.25 --timeout 30s $flags -- $d/worker" ;;
   limits-forkbomb-pids) short=bomb-pids args="$SUP run --json --max-processes 32 --timeout 4s $flags -- /usr/bin/python3 $G/e2e.py bomb $d $tok" ;;
   limits-refused) short=refused args="/bin/bash $G/limits-refused.sh $d" ;;
   esac
