@@ -32,10 +32,14 @@ func TestNamespaceInitEndsWithItsShim(t *testing.T) {
 		init := exec.Command(os.Args[0])
 		init.Args = append(args, "--", "/bin/sleep", "600")
 		init.Env = append(os.Environ(), helperMainEnv+"=1")
-		init.ExtraFiles = []*os.File{os.NewFile(uintptr(pidfd), "shim pidfd")}
+		// Closed through the *os.File only: a raw close would leave its
+		// finalizer to close whatever later reuses the number (it closed
+		// another test's TempDir descriptor mid-RemoveAll).
+		pf := os.NewFile(uintptr(pidfd), "shim pidfd")
+		init.ExtraFiles = []*os.File{pf}
 		init.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS}
 		require.NoError(t, init.Start())
-		unix.Close(pidfd)
+		pf.Close()
 		ended := make(chan error, 1)
 		go func() { ended <- init.Wait() }()
 
