@@ -47,6 +47,7 @@ func Doctor(scope ScopeFunc) (d Diagnosis) {
 	restricted := readTrim("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1"
 	d.add("user namespaces", userns != "" && userns != "0" && !restricted, userNSState()+" (--private-pids needs them when the supervisor is not root)")
 	d.addIsolation()
+	d.addScope()
 	d.addFence()
 	d.helperImage()
 	d.holdImage()

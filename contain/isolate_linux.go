@@ -132,8 +132,11 @@ func privatePidsProbe() error {
 		if why == "" {
 			why = err.Error()
 		}
-		if os.Geteuid() != 0 {
+		switch {
+		case os.Geteuid() != 0:
 			why += "; unprivileged, it needs user namespaces (" + userNSState() + ")"
+		case !platform.HasCapSysAdmin():
+			why += "; as root it needs CAP_SYS_ADMIN, which this supervisor lacks (as in a container started without it)"
 		}
 		return fmt.Errorf("a PID namespace with its own /proc cannot be created here: %s", why)
 	}

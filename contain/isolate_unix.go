@@ -19,6 +19,11 @@ func NoNewPrivsUnsupported() error {
 	return nil
 }
 
+// RestrictsWithoutNoNewPrivs says whether the worker's Landlock scope and
+// fence can be applied without no_new_privs: only with CAP_SYS_ADMIN, which
+// root in a container lacks.
+func RestrictsWithoutNoNewPrivs() bool { return platform.HasCapSysAdmin() }
+
 // workerScope decides Isolation.Scope: on, where the kernel has Landlock
 // scopes and the user did not opt out; else off, and why.
 func workerScope(optOut bool) (bool, string) {

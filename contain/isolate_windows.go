@@ -21,6 +21,9 @@ func workerUserUnsupported() error {
 // NoNewPrivsUnsupported says why `run --no-new-privs` cannot be honoured here.
 func NoNewPrivsUnsupported() error { return errors.New("no_new_privs exists only on Linux") }
 
+// RestrictsWithoutNoNewPrivs: Windows has no Landlock and no no_new_privs.
+func RestrictsWithoutNoNewPrivs() bool { return true }
+
 func privatePidsProbe() error { return errors.New("PID namespaces exist only on Linux") }
 
 // PidInitMain exists only where PID namespaces do.

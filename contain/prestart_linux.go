@@ -89,10 +89,10 @@ func workerFence() (*platform.Fence, error) {
 }
 
 // enterFence puts the calling, locked thread behind the fence (its file
-// rules and clone3 refused). Unprivileged that needs no_new_privs, which is
-// set first.
+// rules and clone3 refused). Without CAP_SYS_ADMIN (unprivileged, or root in
+// a container) that needs no_new_privs, which is set first.
 func enterFence(f *platform.Fence) error {
-	if os.Geteuid() != 0 {
+	if !platform.HasCapSysAdmin() {
 		if err := platform.SetNoNewPrivs(); err != nil {
 			return err
 		}
@@ -135,10 +135,10 @@ func PrestartMain(args []string) int {
 	// The fence first, entered here, ahead of the gate, on the thread that
 	// will fork: nothing of ours it keeps this helper from doing (it reads
 	// and writes fd 3 and forks), and the gate then pays for the fork alone.
-	// The worker's identity is taken in the child: as root the fence needs
-	// no no_new_privs (CAP_SYS_ADMIN does), so a --worker-user worker started
-	// with --allow-new-privs keeps setuid programs working; the domain and
-	// the filter stay with the child through setuid and exec.
+	// The worker's identity is taken in the child: with CAP_SYS_ADMIN the
+	// fence needs no no_new_privs, so a --worker-user worker started with
+	// --allow-new-privs keeps setuid programs working; the domain and the
+	// filter stay with the child through setuid and exec.
 	runtime.LockOSThread()
 	fence, err := workerFence()
 	if err == nil {
@@ -233,20 +233,67 @@ func (d *Diagnosis) addFence() {
 		d.add(name, false, why+": a worker may write whatever cgroups its user may; use --worker-user for untrusted workers")
 		return
 	}
-	done := make(chan string, 1)
-	var err error
-	go func() {
-		runtime.LockOSThread() // never unlocked: the fenced thread goes with the goroutine
-		var tried string
-		tried, err = probeFence()
-		done <- tried
-	}()
-	tried := <-done
+	tried, err := onThrowawayThread(probeFence)
 	if err != nil {
 		d.add(name, false, err.Error())
 		return
 	}
 	d.add(name, true, "entered by each worker: Landlock file rules and a clone3 filter keep it from writing any cgroup file, so it cannot leave its cgroup, lift its limits or freeze or kill other runs ("+tried+")")
+}
+
+// addScope says whether the default Landlock scope works here, by doing it:
+// on a thread thrown away afterwards it enters the scope as the worker's
+// start does and signals our parent, which the scope must refuse.
+func (d *Diagnosis) addScope() {
+	const name = "worker scope (default)"
+	if on, why := workerScope(false); !on {
+		d.add(name, false, why+": a worker of the supervisor's own user can signal, trace and end the supervisor side; use --worker-user or --private-pids for untrusted workers")
+		return
+	}
+	tried, err := onThrowawayThread(probeScope)
+	if err != nil {
+		d.add(name, false, err.Error())
+		return
+	}
+	d.add(name, true, "entered by each worker: its signals, ptrace and abstract-socket connects reach only its own tree ("+tried+")")
+}
+
+// probeScope enters the worker's scope on the calling, locked thread (under
+// no_new_privs where that is needed, as the shim does) and checks that a
+// signal to our parent, outside it, is refused.
+func probeScope() (string, error) {
+	how := "entered with CAP_SYS_ADMIN"
+	if !platform.HasCapSysAdmin() {
+		if err := platform.SetNoNewPrivs(); err != nil {
+			return "", err
+		}
+		how = "entered under no_new_privs (no CAP_SYS_ADMIN)"
+	}
+	if err := platform.ScopeThread(); err != nil {
+		return "", fmt.Errorf("enter it (--no-worker-scope starts the worker without): %w", err)
+	}
+	ppid := os.Getppid()
+	if err := unix.Kill(ppid, 0); !errors.Is(err, unix.EPERM) {
+		return "", fmt.Errorf("entered, but a signal to our parent (pid %d) was not refused: %v", ppid, err)
+	}
+	return how + "; tried: a signal to our parent refused", nil
+}
+
+// onThrowawayThread runs probe on a locked thread that is thrown away after
+// it (the goroutine exits locked): a probe restricts its thread for good.
+func onThrowawayThread(probe func() (string, error)) (string, error) {
+	type result struct {
+		tried string
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked
+		tried, err := probe()
+		done <- result{tried, err}
+	}()
+	r := <-done
+	return r.tried, r.err
 }
 
 // probeFence enters the fence on the calling, locked thread and checks that

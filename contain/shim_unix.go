@@ -262,10 +262,11 @@ func followFd(startPipe, follow *os.File) int {
 
 // restrictThread sets what the program starts with on the calling thread,
 // which forks it: no_new_privs, and the worker's Landlock scope, which
-// without CAP_SYS_ADMIN (a non-root supervisor) needs no_new_privs first.
+// without CAP_SYS_ADMIN (a non-root supervisor, or root in a container)
+// needs no_new_privs first.
 func (p program) restrictThread() error {
 	scope := p.iso != nil && p.iso.Scope
-	if p.noNewPrivs || (scope && os.Geteuid() != 0) {
+	if p.noNewPrivs || (scope && !platform.HasCapSysAdmin()) {
 		if err := platform.SetNoNewPrivs(); err != nil {
 			return err
 		}

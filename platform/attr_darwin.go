@@ -14,6 +14,10 @@ func SetNonDumpable() error { return nil }
 // SetNoNewPrivs has no macOS equivalent; it is a no-op.
 func SetNoNewPrivs() error { return nil }
 
+// HasCapSysAdmin is false: macOS has no capabilities, and no Landlock that
+// would ask for one.
+func HasCapSysAdmin() bool { return false }
+
 // CloexecFrom marks every descriptor from first up close-on-exec, so that
 // nothing this process starts inherits a descriptor it was not handed
 // explicitly. macOS has no close_range: /dev/fd lists them.

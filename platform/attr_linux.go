@@ -36,6 +36,19 @@ func SetNoNewPrivs() error {
 	return nil
 }
 
+// HasCapSysAdmin says whether CAP_SYS_ADMIN is in the calling thread's
+// effective set. Landlock lets a thread restrict itself without
+// no_new_privs only then; root in a container started by Docker, Podman or
+// Kubernetes lacks it.
+func HasCapSysAdmin() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false
+	}
+	return data[unix.CAP_SYS_ADMIN/32].Effective&(1<<(unix.CAP_SYS_ADMIN%32)) != 0
+}
+
 // CloexecFrom marks every descriptor from first up close-on-exec, so that
 // nothing this process starts inherits a descriptor it was not handed
 // explicitly (a caller's `7>secret` included). Descriptors the process still

@@ -101,6 +101,15 @@ func IsCgroupV2(dir string) error {
 // subtree delegated to another user, or a file whose mode withholds writing,
 // would pass.
 func Delegated(dir string) error {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	if fs.Flags&unix.ST_RDONLY != 0 {
+		// What a container engine gives a container without a writable
+		// cgroup namespace: owned by root, and no write will succeed.
+		return fmt.Errorf("%s is on a read-only mount of cgroup2", dir)
+	}
 	euid := os.Geteuid()
 	for _, p := range []string{dir, filepath.Join(dir, "cgroup.procs"), filepath.Join(dir, "cgroup.subtree_control")} {
 		var st unix.Stat_t

@@ -43,6 +43,8 @@ func runNoNewPrivs(c *cli.Context, iso contain.Isolation) (bool, error) {
 		return false, usageError{"--allow-new-privs goes with --worker-user (without it, run sets no_new_privs only when asked)"}
 	case allow && asked:
 		return false, usageError{"--allow-new-privs and --no-new-privs contradict each other"}
+	case allow && (iso.Scope || iso.Fence) && !contain.RestrictsWithoutNoNewPrivs():
+		return false, usageError{"--allow-new-privs: this supervisor lacks CAP_SYS_ADMIN (as root in a container does), so the worker's Landlock scope and fence can be applied only under no_new_privs; add --no-worker-scope to start the worker without them, or give the supervisor CAP_SYS_ADMIN"}
 	case asked:
 		if err := contain.NoNewPrivsUnsupported(); err != nil {
 			return false, usageError{"--no-new-privs: " + err.Error()}
