@@ -482,7 +482,7 @@ func (g *guardian) startWorker(m msg) (int, error) {
 	start := msg{Op: opStart, Env: m.Env, FireMs: g.fireMs}
 	if grp.helper != nil {
 		// Straight to the helper: the shim learns the worker's pid after.
-		pid, err := grp.helper.start(m.Env, g.fireMs)
+		pid, err := grp.helper.start(m.Env, g.fireMs, helperAnswerBound)
 		if err != nil {
 			return 0, err
 		}

@@ -113,7 +113,7 @@ func startNow(prog msg) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return (&waitingHelper{pid: pid, ctl: ours}).start(nil, 0)
+	return (&waitingHelper{pid: pid, ctl: ours}).start(nil, 0, helperStartBound)
 }
 
 // startGated starts the gated worker at the start message m, or, when the
@@ -329,9 +329,9 @@ func startWaitingHelper(p program, start *os.File) (int, error) {
 // start checks the deadline (fireMs on the continuous clock; 0: none) and
 // hands the helper the worker's added environment, which makes it start the
 // worker; ctl closed unwritten makes it exit without. It returns the pid to
-// watch for the worker's exit: the one the helper names, within
-// helperAnswerBound, or the helper's own.
-func (wi *waitingHelper) start(env []string, fireMs int64) (int, error) {
+// watch for the worker's exit: the one the helper names within bound, or
+// the helper's own.
+func (wi *waitingHelper) start(env []string, fireMs int64, bound time.Duration) (int, error) {
 	defer wi.ctl.Close()
 	if err := beforeDeadline(fireMs); err != nil {
 		return 0, err
@@ -346,26 +346,32 @@ func (wi *waitingHelper) start(env []string, fireMs int64) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("start the worker through its waiting helper: %w", err)
 	}
-	return wi.named()
+	return wi.named(bound)
 }
 
-// helperAnswerBound is how long a started helper may take to name the
-// worker: its fork and exec take about a millisecond here and tens under
-// emulation. One that says nothing for this long is stopped or broken, and
-// the start fails, so the worker it may have started is torn down with its
-// group; meanwhile whoever reads the answer waits.
-const helperAnswerBound = time.Second
+// How long a started helper may take to name the worker. One that says
+// nothing for this long is stopped or broken, and the start fails, so the
+// worker it may have started is torn down with its group; meanwhile
+// whoever reads the answer waits. At the gate (helperAnswerBound) the
+// helper has long been waiting: its fork and exec take about a millisecond
+// here and tens under emulation. In run (helperStartBound) the helper is
+// told to start as it is started, so its own start and fence come first:
+// seconds under emulation on a busy machine.
+const (
+	helperAnswerBound = 5 * time.Second
+	helperStartBound  = 30 * time.Second
+)
 
 // named reads the helper's answer: the worker's pid, or the helper's own
 // when it closed the channel without one (or the helper died: its end of the
 // channel goes with it).
-func (wi *waitingHelper) named() (int, error) {
-	if err := wi.ctl.SetReadDeadline(time.Now().Add(helperAnswerBound)); err != nil {
+func (wi *waitingHelper) named(bound time.Duration) (int, error) {
+	if err := wi.ctl.SetReadDeadline(time.Now().Add(bound)); err != nil {
 		return 0, fmt.Errorf("wait for the worker's helper: %w", err)
 	}
 	b, err := io.ReadAll(io.LimitReader(wi.ctl, 32))
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return 0, fmt.Errorf("the worker's helper did not say it started the worker within %v", helperAnswerBound)
+		return 0, fmt.Errorf("the worker's helper did not say it started the worker within %v", bound)
 	}
 	if pid, perr := strconv.Atoi(string(b)); err == nil && perr == nil && pid > 0 {
 		return pid, nil

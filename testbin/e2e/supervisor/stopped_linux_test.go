@@ -79,7 +79,7 @@ func TestGuardianSaysWhatItDidAfterSupervisorDied(t *testing.T) {
 
 // The worker's pre-start helper, stopped before the gate (a SIGSTOP from
 // anything of its user's), cannot hold the guardian at the start: the helper
-// names the worker within a second or the start fails in doubt, and the
+// names the worker within 5 s or the start fails in doubt, and the
 // worker's group goes with the stopped helper in it. The worker never runs.
 func TestStoppedPreStartHelperFailsTheStart(t *testing.T) {
 	t.Parallel()
@@ -89,7 +89,7 @@ func TestStoppedPreStartHelperFailsTheStart(t *testing.T) {
 	waitStopped(t, helper.Pid, bound)
 	require.NoError(t, os.WriteFile(r.dir+"/go", nil, 0o644))
 	code := r.wait(bound)
-	require.Contains(t, r.stderr(), "the worker's helper did not say it started the worker within 1s")
+	require.Contains(t, r.stderr(), "the worker's helper did not say it started the worker within 5s")
 	require.Equal(t, 20, code, r.stderr())
 	require.Empty(t, r.events(), "nothing was printed: the leader line comes only after the start")
 	requireNeverRan(t, r)
