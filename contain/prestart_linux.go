@@ -224,38 +224,52 @@ func readStart(sigs <-chan os.Signal, started *atomic.Bool) ([]string, bool, err
 	}
 }
 
-// addFence says whether the default fence works here, by doing it: on a
-// thread thrown away afterwards it enters the fence and writes to a cgroup
-// file this user could otherwise write, which must be refused.
+// addFence says whether the default fence works here, by doing it: it
+// enters the fence and writes to a cgroup file this user could otherwise
+// write, which must be refused.
 func (d *Diagnosis) addFence() {
-	const name = "worker fence (default)"
-	if on, why := fenceOffered(false); !on {
-		d.add(name, false, why+": a worker may write whatever cgroups its user may; use --worker-user for untrusted workers")
-		return
-	}
-	tried, err := onThrowawayThread(probeFence)
-	if err != nil {
-		d.add(name, false, err.Error())
-		return
-	}
-	d.add(name, true, "entered by each worker: Landlock file rules and a clone3 filter keep it from writing any cgroup file, so it cannot leave its cgroup, lift its limits or freeze or kill other runs ("+tried+")")
+	on, why := fenceOffered(false)
+	d.addRestriction(restriction{
+		name: "worker fence (default)", offered: on,
+		without: why + ": a worker may write whatever cgroups its user may; use --worker-user for untrusted workers",
+		probe:   probeFence,
+		does:    "entered by each worker: Landlock file rules and a clone3 filter keep it from writing any cgroup file, so it cannot leave its cgroup, lift its limits or freeze or kill other runs",
+	})
 }
 
 // addScope says whether the default Landlock scope works here, by doing it:
-// on a thread thrown away afterwards it enters the scope as the worker's
-// start does and signals our parent, which the scope must refuse.
+// it enters the scope as the worker's start does and signals our parent,
+// which the scope must refuse.
 func (d *Diagnosis) addScope() {
-	const name = "worker scope (default)"
-	if on, why := workerScope(false); !on {
-		d.add(name, false, why+": a worker of the supervisor's own user can signal, trace and end the supervisor side; use --worker-user or --private-pids for untrusted workers")
+	on, why := workerScope(false)
+	d.addRestriction(restriction{
+		name: "worker scope (default)", offered: on,
+		without: why + ": a worker of the supervisor's own user can signal, trace and end the supervisor side; use --worker-user or --private-pids for untrusted workers",
+		probe:   probeScope,
+		does:    "entered by each worker: its signals, ptrace and abstract-socket connects reach only its own tree",
+	})
+}
+
+// restriction is one of the worker's default restrictions as doctor tries
+// it: where it is offered, probe enters it on a thread thrown away after it
+// and says what it tried.
+type restriction struct {
+	name, without, does string
+	offered             bool
+	probe               func() (string, error)
+}
+
+func (d *Diagnosis) addRestriction(r restriction) {
+	if !r.offered {
+		d.add(r.name, false, r.without)
 		return
 	}
-	tried, err := onThrowawayThread(probeScope)
+	tried, err := onThrowawayThread(r.probe)
 	if err != nil {
-		d.add(name, false, err.Error())
+		d.add(r.name, false, err.Error())
 		return
 	}
-	d.add(name, true, "entered by each worker: its signals, ptrace and abstract-socket connects reach only its own tree ("+tried+")")
+	d.add(r.name, true, r.does+" ("+tried+")")
 }
 
 // probeScope enters the worker's scope on the calling, locked thread (under
