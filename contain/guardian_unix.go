@@ -137,48 +137,14 @@ func (g *guardian) startGroups(init msg) error {
 	}
 	var hold *shimGroup
 	if len(init.Argv) > 0 {
-		// The supervisor's binary when we run the lean helper image: the
-		// embedded hold is there, not in ours.
-		var image *os.File
-		if init.HoldImageFd != 0 {
-			image = os.NewFile(uintptr(init.HoldImageFd), "embedded-hold-image")
-			defer image.Close()
-		}
 		var err error
-		if init.EmbeddedHold {
-			hold, err = g.spawnHoldRoot(events, init.Argv, init.Env, image)
-		} else {
-			hold, err = g.spawnShim(groupRoot{name: groupHold, in: os.Stdin, out: events, errf: os.Stderr}, msg{Op: opInit, Argv: init.Argv, Env: init.Env})
-		}
-		if err != nil {
+		if hold, err = g.launchHold(init, events); err != nil {
 			return err
 		}
 	}
 	events.Close()
 	os.Stdin.Close()
-	devnull, err := os.Open(os.DevNull)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", os.DevNull, err)
-	}
-	defer devnull.Close()
-	wout, werr, relay, err := relayWorkerOutput(init.Isolation, out, os.Stderr)
-	if err != nil {
-		return fmt.Errorf("relay the worker's output: %w", err)
-	}
-	g.relay = relay
-	// run mode has no authority: the worker starts at once.
-	worker := groupRoot{name: groupWorker, in: devnull, out: wout, errf: werr}
-	if !init.Ungated && init.Isolation.waitsAhead() {
-		ours, theirs, err := socketpair()
-		if err != nil {
-			return fmt.Errorf("create the worker's start channel: %w", err)
-		}
-		defer theirs.Close()
-		worker.start, worker.helper = theirs, &waitingHelper{ctl: ours}
-	}
-	grp, err := g.spawnShim(worker, msg{Op: opInit, Gated: !init.Ungated, Argv: init.WorkerArgv, Env: init.WorkerEnv,
-		Isolation: init.Isolation, NoNewPrivs: init.NoNewPrivs})
-	relay.closeWriters()
+	worker, err := g.launchWorker(init, out)
 	if err != nil {
 		return err
 	}
@@ -191,11 +157,55 @@ func (g *guardian) startGroups(init msg) error {
 		}
 		hold.started = true
 	}
-	if err := grp.awaitReady(); err != nil {
+	if err := worker.awaitReady(); err != nil {
 		return err
 	}
-	grp.started = init.Ungated
+	worker.started = init.Ungated // run mode has no authority: the worker starts at once
 	return nil
+}
+
+// launchHold starts the hold's group with the event channel as its stdout:
+// under a shim, or the embedded hold as its own root.
+func (g *guardian) launchHold(init msg, events *os.File) (*shimGroup, error) {
+	if !init.EmbeddedHold {
+		return g.spawnShim(groupRoot{name: groupHold, in: os.Stdin, out: events, errf: os.Stderr}, msg{Op: opInit, Argv: init.Argv, Env: init.Env})
+	}
+	// The supervisor's binary when we run the lean helper image: the
+	// embedded hold is there, not in ours.
+	var image *os.File
+	if init.HoldImageFd != 0 {
+		image = os.NewFile(uintptr(init.HoldImageFd), "embedded-hold-image")
+		defer image.Close()
+	}
+	return g.spawnHoldRoot(events, init.Argv, init.Env, image)
+}
+
+// launchWorker starts the worker's group with out as its output (relayed for
+// a --worker-user worker), and a gated worker's waiting helper with its
+// start channel ours.
+func (g *guardian) launchWorker(init msg, out *os.File) (*shimGroup, error) {
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", os.DevNull, err)
+	}
+	defer devnull.Close()
+	wout, werr, relay, err := relayWorkerOutput(init.Isolation, out, os.Stderr)
+	if err != nil {
+		return nil, fmt.Errorf("relay the worker's output: %w", err)
+	}
+	g.relay = relay
+	defer relay.closeWriters()
+	worker := groupRoot{name: groupWorker, in: devnull, out: wout, errf: werr}
+	if !init.Ungated && init.Isolation.waitsAhead() {
+		ours, theirs, err := socketpair()
+		if err != nil {
+			return nil, fmt.Errorf("create the worker's start channel: %w", err)
+		}
+		defer theirs.Close()
+		worker.start, worker.helper = theirs, &waitingHelper{ctl: ours}
+	}
+	return g.spawnShim(worker, msg{Op: opInit, Gated: !init.Ungated, Argv: init.WorkerArgv, Env: init.WorkerEnv,
+		Isolation: init.Isolation, NoNewPrivs: init.NoNewPrivs})
 }
 
 // leafOf is the group's cgroup leaf, nil under the process-group backend.
