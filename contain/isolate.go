@@ -42,7 +42,7 @@ type Isolation struct {
 }
 
 // waitsAhead reports whether the worker starts through a helper of ours
-// that waits, ahead of the gate, in the worker's place: its PID-namespace
+// that waits, ahead of the gate, in the worker's leaf: its PID-namespace
 // init, or the pre-start helper that puts it behind the fence.
 func (iso *Isolation) waitsAhead() bool {
 	return iso != nil && (iso.PrivatePids || iso.Fence)
