@@ -81,9 +81,10 @@ type StaleRun struct {
 	ProvenEmpty bool   `json:"proven_empty"`
 	Removed     bool   `json:"removed"`
 	// NotOurs: the directory is named like a run but carries no
-	// supervisor's mark for itself, so no sweep kills or removes it (a name
-	// alone is no proof; see runMarkXattr). ProvenEmpty is then only what the
-	// kernel shows.
+	// supervisor's mark for itself made in our PID namespace, so no sweep
+	// kills or removes it (a name alone is no proof, and pids of another
+	// namespace cannot be judged; see runMarkXattr). ProvenEmpty is then only
+	// what the kernel shows.
 	NotOurs bool `json:"not_ours,omitempty"`
 	// UnprovenSince is when a start-up sweep found the run could not be
 	// proven empty and marked it, so later starts do not wait on it again.

@@ -278,9 +278,19 @@ func (r *cgroupRun) remove(diag io.Writer) {
 // like a run by someone who did not mean it as one - not the attack.
 const runMarkXattr = "user.octostore.run"
 
-// runMark is the mark's value for the run directory name with inode ino.
+// runMark is the mark's value for the run directory name with inode ino,
+// made by a supervisor in our PID namespace. A run's name holds its
+// supervisor's and guardian's pids, which only a sweep in the same PID
+// namespace can judge: seen from another (a container that shares the
+// host's cgroups), every pid of the run looks gone, and a sweep there
+// killed live runs. So the mark binds the namespace too, and a run made in
+// another one is not ours to sweep. "" when ours cannot be read.
 func runMark(name string, ino uint64) string {
-	return fmt.Sprintf("%s ino %d", name, ino)
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &st); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%s ino %d pidns %d", name, ino, st.Ino)
 }
 
 // markRun marks dir, the run directory named name, as made by a supervisor
@@ -299,14 +309,19 @@ func markRun(dir, name string) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("mark run %s: %w", dir, err)
 	}
-	if err := unix.Fsetxattr(fd, runMarkXattr, []byte(runMark(name, st.Ino)), 0); err != nil {
+	mark := runMark(name, st.Ino)
+	if mark == "" {
+		return fmt.Errorf("mark run %s: our PID namespace cannot be read from /proc/self/ns/pid", dir)
+	}
+	if err := unix.Fsetxattr(fd, runMarkXattr, []byte(mark), 0); err != nil {
 		return fmt.Errorf("mark run %s: set %s: %w", dir, runMarkXattr, err)
 	}
 	return nil
 }
 
 // markedRun reports whether dir carries a supervisor's mark (runMarkXattr)
-// that names dir itself: its own name and inode number.
+// that names dir itself, its own name and inode number, and our PID
+// namespace.
 func markedRun(dir string) bool {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -320,7 +335,7 @@ func markedRun(dir string) bool {
 	want := runMark(filepath.Base(dir), st.Ino)
 	buf := make([]byte, len(want)+1) // a longer value reads ERANGE: no match
 	n, err := unix.Fgetxattr(fd, runMarkXattr, buf)
-	return err == nil && string(buf[:n]) == want
+	return want != "" && err == nil && string(buf[:n]) == want
 }
 
 // unprovenXattr marks a run directory a start-up sweep could not prove empty

@@ -1,6 +1,7 @@
 package contain
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -66,6 +67,11 @@ func TestSweepKnowsRunsOnlyByTheirOwnMark(t *testing.T) {
 	t.Cleanup(func() { _ = unix.Rmdir(other) })
 	require.NoError(t, unix.Setxattr(other, runMarkXattr, mark, 0))
 	require.False(t, markedRun(other), "a mark copied from another run")
+	var st unix.Stat_t
+	require.NoError(t, unix.Stat(r.dir, &st))
+	require.NoError(t, unix.Setxattr(r.dir, runMarkXattr, []byte(fmt.Sprintf("%s ino %d pidns 1", name, st.Ino)), 0))
+	require.False(t, markedRun(r.dir), "a mark made in another PID namespace")
+	require.NoError(t, unix.Setxattr(r.dir, runMarkXattr, mark, 0))
 
 	r.remove(io.Discard)
 	require.NoError(t, os.Mkdir(r.dir, 0o755))

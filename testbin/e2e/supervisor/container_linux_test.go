@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,6 +13,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
+	"github.com/octostore-supervisor/supervisor/platform"
 )
 
 // containerScript is a CI job's container as Docker, Podman and Kubernetes
@@ -118,4 +122,85 @@ func TestRunInAContainerWithoutCapSysAdmin(t *testing.T) {
 		require.Contains(t, scope, " yes ", "%s%s", stdout, stderr)
 		require.Contains(t, scope, "entered under no_new_privs (no CAP_SYS_ADMIN)")
 	})
+}
+
+// Issue 40: the supervisor as a container's PID 1 (`docker run IMAGE
+// octostore-supervisor run -- CMD`) does what an init must: it reaps an
+// orphan that is not of its run (one a `docker exec` left behind), forwards
+// the engine's SIGTERM to CMD, and exits with CMD's status.
+func TestRunAsAContainersInit(t *testing.T) {
+	defaultPassOnly(t)
+	t.Parallel()
+	dir := t.TempDir()
+	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "--",
+		"setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin", "--",
+		bins.sup, "run", "--", "sh", "-c", `trap 'exit 7' TERM; echo $$ >"$0/cmd"; while :; do sleep 0.05; done`, dir)
+	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
+	require.NoError(t, cmd.Start())
+	done := make(chan int, 1)
+	go func() {
+		_ = cmd.Wait()
+		done <- cmd.ProcessState.ExitCode()
+	}()
+	waitFile(t, filepath.Join(dir, "cmd"), bound)
+	var init int
+	for _, p := range children(cmd.Process.Pid) {
+		init = p.Pid // unshare's one child: the namespace's PID 1, our supervisor
+	}
+	require.NotZero(t, init)
+	// An orphan of a process that entered the namespace from outside: its
+	// parent exits at once, and the kernel gives it to PID 1.
+	enter := exec.Command("nsenter", "-t", strconv.Itoa(init), "-p", "-m", "--", "sh", "-c", "sleep 0.2 & exit 0")
+	require.NoError(t, enter.Run())
+	proctest.WaitFor(t, bound, "the orphan to be reaped by the namespace's PID 1", func() bool {
+		for _, p := range children(init) {
+			if strings.Contains(platform.Cmdline(p.Pid), "sleep") {
+				return false
+			}
+		}
+		zombies := 0
+		ps, _ := platform.NewProcReader().Descendants(init, nil)
+		for _, p := range ps {
+			if p.PPid == init && p.Dead() {
+				zombies++
+			}
+		}
+		return zombies == 0
+	})
+	require.NoError(t, syscall.Kill(init, syscall.SIGTERM))
+	select {
+	case code := <-done:
+		require.Equal(t, 7, code, "run exits with CMD's status once CMD took the forwarded TERM")
+	case <-time.After(bound):
+		require.NoError(t, cmd.Process.Kill())
+		t.Fatal("the supervisor as PID 1 did not end after SIGTERM")
+	}
+}
+
+// A supervisor in a PID namespace of its own that shares our cgroups (a
+// container run with the host's cgroup namespace and a writable cgroup2)
+// sees none of a live run's pids, so by pid that run looks abandoned. Its
+// start-up sweep must leave the run alone, since the run was marked in
+// another PID namespace: before, it killed the run's worker and hold.
+func TestSweepInAnotherPIDNamespaceLeavesLiveRunsAlone(t *testing.T) {
+	defaultPassOnly(t)
+	t.Parallel()
+	if wantBackend(sc{}) != "cgroup" {
+		t.Skip("runs are cgroups only under the cgroup backend")
+	}
+	r := start(t, sc{worker: "--term-exits --child", hold: []string{"emit:leader,term=7,budget=30000", "forever"}})
+	r.waitEvent("leader", bound)
+	members := waitPidLines(t, filepath.Join(r.dir, "pids"), 2, bound)
+	dir := t.TempDir()
+	sweeper := exec.Command("unshare", "--pid", "--fork", "--mount", "--mount-proc", "--", bins.sup, "run", "--", "true")
+	sweeper.Env = append(os.Environ(), "TMPDIR="+dir)
+	out, err := sweeper.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.NotContains(t, string(out), "swept abandoned run", "the run in our PID namespace was swept from another")
+	for _, m := range members {
+		require.True(t, m.record().Alive(), "%s %d was killed by a sweep from another PID namespace", m.role, m.pid)
+	}
+	require.Equal(t, []string{"leader"}, r.events())
+	require.NoError(t, syscall.Kill(r.cmd.Process.Pid, syscall.SIGTERM))
+	require.NotEqual(t, -1, r.wait(bound))
 }
