@@ -86,12 +86,23 @@ type StaleRun struct {
 	// namespace cannot be judged; see runMarkXattr). ProvenEmpty is then only
 	// what the kernel shows.
 	NotOurs bool `json:"not_ours,omitempty"`
+	// OtherPIDNamespace: NotOurs because a supervisor marked it in another
+	// PID namespace; it may well be live.
+	OtherPIDNamespace bool `json:"other_pid_namespace,omitempty"`
 	// UnprovenSince is when a start-up sweep found the run could not be
 	// proven empty and marked it, so later starts do not wait on it again.
 	UnprovenSince string `json:"unproven_since,omitempty"`
 	// MarkErr says why that mark could not be set (every start then tries
 	// the run again).
 	MarkErr string `json:"-"`
+}
+
+// NotOursWhy says why a NotOurs run is left alone.
+func (s StaleRun) NotOursWhy() string {
+	if s.OtherPIDNamespace {
+		return "made by a supervisor in another PID namespace (a container sharing these cgroups), whose pids cannot be judged from here"
+	}
+	return "named like a run but not marked by a supervisor"
 }
 
 // SweepStale finds runs below the backend's parent whose owners are both gone,

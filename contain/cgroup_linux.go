@@ -323,19 +323,36 @@ func markRun(dir, name string) error {
 // that names dir itself, its own name and inode number, and our PID
 // namespace.
 func markedRun(dir string) bool {
+	ours, _ := runMarkOf(dir)
+	return ours
+}
+
+// runMarkOf reads dir's mark: ours (markedRun), or elsewhere, a mark for dir
+// itself made in another PID namespace.
+func runMarkOf(dir string) (ours, elsewhere bool) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return false
+		return false, false
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) != nil {
-		return false
+		return false, false
 	}
 	want := runMark(filepath.Base(dir), st.Ino)
-	buf := make([]byte, len(want)+1) // a longer value reads ERANGE: no match
+	if want == "" {
+		return false, false
+	}
+	buf := make([]byte, 256)
 	n, err := unix.Fgetxattr(fd, runMarkXattr, buf)
-	return want != "" && err == nil && string(buf[:n]) == want
+	if err != nil {
+		return false, false
+	}
+	got := string(buf[:n])
+	dirPart, _, _ := strings.Cut(want, " pidns ")
+	other, ns, ok := strings.Cut(got, " pidns ")
+	ours = got == want
+	return ours, !ours && ok && other == dirPart && ns != ""
 }
 
 // unprovenXattr marks a run directory a start-up sweep could not prove empty
@@ -386,7 +403,8 @@ func sweepRun(b Backend, dir string, mode sweepMode, proof time.Duration) (s Sta
 	if err != nil {
 		return s, false, ignoreIf(gone(err), err)
 	}
-	s = StaleRun{Dir: dir, Processes: len(procs), NotOurs: !markedRun(dir)}
+	ours, elsewhere := runMarkOf(dir)
+	s = StaleRun{Dir: dir, Processes: len(procs), NotOurs: !ours, OtherPIDNamespace: elsewhere}
 	if !s.NotOurs {
 		s.UnprovenSince = markedUnproven(dir)
 	}

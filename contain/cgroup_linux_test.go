@@ -71,6 +71,8 @@ func TestSweepKnowsRunsOnlyByTheirOwnMark(t *testing.T) {
 	require.NoError(t, unix.Stat(r.dir, &st))
 	require.NoError(t, unix.Setxattr(r.dir, runMarkXattr, []byte(fmt.Sprintf("%s ino %d pidns 1", name, st.Ino)), 0))
 	require.False(t, markedRun(r.dir), "a mark made in another PID namespace")
+	ours, elsewhere := runMarkOf(r.dir)
+	require.Equal(t, [2]bool{false, true}, [2]bool{ours, elsewhere}, "another PID namespace's run, said as such")
 	require.NoError(t, unix.Setxattr(r.dir, runMarkXattr, mark, 0))
 
 	r.remove(io.Discard)

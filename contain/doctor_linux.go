@@ -129,7 +129,7 @@ func (d *Diagnosis) abandonedRuns(b Backend) {
 	for _, r := range runs {
 		switch {
 		case r.NotOurs:
-			notOurs = append(notOurs, fmt.Sprintf("%s (%d processes)", r.Dir, r.Processes))
+			notOurs = append(notOurs, fmt.Sprintf("%s (%d processes; %s)", r.Dir, r.Processes, r.NotOursWhy()))
 		case !r.ProvenEmpty:
 			held = append(held, fmt.Sprintf("%s (%d processes)", r.Dir, r.Processes))
 		}
@@ -137,7 +137,7 @@ func (d *Diagnosis) abandonedRuns(b Backend) {
 	switch {
 	case len(notOurs) > 0:
 		// Before held runs: a sweep never clears these, so no later look will.
-		d.add("abandoned runs", false, strings.Join(notOurs, ", ")+" named like runs but not marked by a supervisor: every sweep leaves them alone; whoever made them removes them")
+		d.add("abandoned runs", false, strings.Join(notOurs, ", ")+": every sweep of ours leaves them alone; whoever made them removes them")
 	case len(held) > 0:
 		d.add("abandoned runs", false, strings.Join(held, ", ")+" still hold processes after their supervisor and guardian died; `octostore-supervisor sweep` kills them, waits for the proof and names what is left (a task stuck in the kernel stays until it leaves)")
 	case len(runs) > 0:

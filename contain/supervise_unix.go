@@ -294,7 +294,7 @@ func sweepStale(b Backend, _ time.Duration, diag io.Writer) {
 		switch {
 		case s.NotOurs:
 			// Said at every start it is there: nothing else will remove it.
-			fmt.Fprintf(diag, "octostore-supervisor: %s is named like a run but not marked by a supervisor: left alone (%d processes; no sweep kills or removes it)\n", s.Dir, s.Processes)
+			fmt.Fprintf(diag, "octostore-supervisor: %s is %s: left alone (%d processes; no sweep of ours kills or removes it)\n", s.Dir, s.NotOursWhy(), s.Processes)
 		case s.ProvenEmpty:
 			fmt.Fprintf(diag, "octostore-supervisor: swept abandoned run %s: %d processes, proven empty true, removed %v\n", s.Dir, s.Processes, s.Removed)
 		case s.MarkErr != "":

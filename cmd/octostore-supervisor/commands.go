@@ -135,7 +135,7 @@ also sweep at start.`,
 						line += "  unproven at start since " + r.UnprovenSince
 					}
 					if r.NotOurs {
-						line += "  not ours: named like a run but not marked by a supervisor, left alone"
+						line += "  not ours: " + r.NotOursWhy() + ", left alone"
 					}
 					fmt.Fprintln(stdout, line)
 				}

@@ -673,7 +673,9 @@ func markRun(t *testing.T, dir string) {
 	t.Helper()
 	var st unix.Stat_t
 	require.NoError(t, unix.Stat(dir, &st))
-	mark := fmt.Sprintf("%s ino %d", filepath.Base(dir), st.Ino)
+	var ns unix.Stat_t
+	require.NoError(t, unix.Stat("/proc/self/ns/pid", &ns))
+	mark := fmt.Sprintf("%s ino %d pidns %d", filepath.Base(dir), st.Ino, ns.Ino)
 	require.NoError(t, unix.Setxattr(dir, "user.octostore.run", []byte(mark), 0))
 }
 

@@ -127,14 +127,16 @@ func TestRunInAContainerWithoutCapSysAdmin(t *testing.T) {
 // Issue 40: the supervisor as a container's PID 1 (`docker run IMAGE
 // octostore-supervisor run -- CMD`) does what an init must: it reaps an
 // orphan that is not of its run (one a `docker exec` left behind), forwards
-// the engine's SIGTERM to CMD, and exits with CMD's status.
+// the engine's SIGTERM to CMD, and exits with CMD's status. (Process
+// groups: a run in this PID namespace would be one every other test's
+// supervisor saw as made elsewhere.)
 func TestRunAsAContainersInit(t *testing.T) {
 	defaultPassOnly(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc", "--",
 		"setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin", "--",
-		bins.sup, "run", "--", "sh", "-c", `trap 'exit 7' TERM; echo $$ >"$0/cmd"; while :; do sleep 0.05; done`, dir)
+		bins.sup, "run", "--containment", "process-group", "--", "sh", "-c", `trap 'exit 7' TERM; echo $$ >"$0/cmd"; while :; do sleep 0.05; done`, dir)
 	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
 	require.NoError(t, cmd.Start())
 	done := make(chan int, 1)
@@ -197,6 +199,7 @@ func TestSweepInAnotherPIDNamespaceLeavesLiveRunsAlone(t *testing.T) {
 	out, err := sweeper.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.NotContains(t, string(out), "swept abandoned run", "the run in our PID namespace was swept from another")
+	require.Contains(t, string(out), "made by a supervisor in another PID namespace (a container sharing these cgroups), whose pids cannot be judged from here: left alone")
 	for _, m := range members {
 		require.True(t, m.record().Alive(), "%s %d was killed by a sweep from another PID namespace", m.role, m.pid)
 	}
