@@ -31,7 +31,7 @@ out=$1; shift
 mount --make-rprivate /
 umount -l /sys/fs/cgroup 2>/dev/null || true
 mount -t cgroup2 none /sys/fs/cgroup
-mount -o bind,remount,ro /sys/fs/cgroup
+[ "${CGROUP_RW:-}" = 1 ] || mount -o bind,remount,ro /sys/fs/cgroup
 setpriv --bounding-set -sys_admin --inh-caps -sys_admin -- "$@" >"$out/stdout" 2>"$out/stderr"
 echo $? >"$out/rc"
 : >"$out/survivors"
@@ -49,6 +49,12 @@ done
 // it) and returns its exit code, stdout and stderr.
 func inContainer(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	return inContainerWith(t, false, args...)
+}
+
+// inContainerWith is inContainer, with its cgroup2 writable when rw.
+func inContainerWith(t *testing.T, rw bool, args ...string) (int, string, string) {
+	t.Helper()
 	for _, tool := range []string{"unshare", "setpriv"} {
 		_, err := exec.LookPath(tool)
 		require.NoError(t, err, "util-linux's %s makes the container", tool)
@@ -58,12 +64,20 @@ func inContainer(t *testing.T, args ...string) (int, string, string) {
 	require.NoError(t, os.WriteFile(script, []byte(containerScript), 0o755))
 	cg := filepath.Join(cgroupMount(t), fmt.Sprintf("octostore-e2e-container-%d-%d", os.Getpid(), time.Now().UnixNano()))
 	require.NoError(t, os.Mkdir(cg, 0o755))
-	t.Cleanup(func() { require.NoError(t, unix.Rmdir(cg), "the container's cgroup is empty once its PID 1 is gone") })
+	t.Cleanup(func() {
+		populated, err := platform.CgroupPopulated(cg)
+		require.NoError(t, err)
+		require.False(t, populated, "the container's cgroups are empty once its PID 1 is gone")
+		removeCgroupTree(t, cg)
+	})
 	fd, err := unix.Open(cg, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	require.NoError(t, err)
 	defer unix.Close(fd)
 	cmd := exec.Command("unshare", append([]string{"--mount", "--pid", "--cgroup", "--fork", "--mount-proc", "/bin/sh", script, dir, bins.sup}, args...)...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
+	if rw {
+		cmd.Env = append(cmd.Env, "CGROUP_RW=1")
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "the container: %s", out)
@@ -96,6 +110,13 @@ func TestRunInAContainerWithoutCapSysAdmin(t *testing.T) {
 		require.Contains(t, stderr, "read-only")
 		require.Contains(t, stdout, `"exit_code":0`)
 		require.Contains(t, stdout, `"proven_empty":true`)
+	})
+	t.Run("writable cgroup2", func(t *testing.T) {
+		t.Parallel()
+		rc, stdout, stderr := inContainerWith(t, true, "run", "--json", "--", "sh", "-c", "setsid sleep 300 </dev/null >/dev/null 2>&1 & sleep 0.3")
+		require.Equal(t, 0, rc, stderr)
+		require.Contains(t, stderr, "containment: cgroup under /sys/fs/cgroup/octostore-supervisor")
+		require.Contains(t, stdout, `"backend":"cgroup","proven_empty":true,"killed":1`)
 	})
 	t.Run("allow-new-privs", func(t *testing.T) {
 		t.Parallel()
