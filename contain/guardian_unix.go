@@ -197,12 +197,10 @@ func (g *guardian) launchWorker(init msg, out *os.File) (*shimGroup, error) {
 	defer relay.closeWriters()
 	worker := groupRoot{name: groupWorker, in: devnull, out: wout, errf: werr}
 	if !init.Ungated && init.Isolation.waitsAhead() {
-		ours, theirs, err := socketpair()
-		if err != nil {
-			return nil, fmt.Errorf("create the worker's start channel: %w", err)
+		if worker.helper, err = newWaitingHelper(); err != nil {
+			return nil, err
 		}
-		defer theirs.Close()
-		worker.start, worker.helper = theirs, &waitingHelper{ctl: ours}
+		defer worker.helper.peer.Close()
 	}
 	return g.spawnShim(worker, msg{Op: opInit, Gated: !init.Ungated, Argv: init.WorkerArgv, Env: init.WorkerEnv,
 		Isolation: init.Isolation, NoNewPrivs: init.NoNewPrivs})
@@ -254,9 +252,8 @@ type groupRoot struct {
 	env           []string
 	inproc        bool
 	in, out, errf *os.File
-	// The gated worker's waiting helper: start is the end of its start
-	// channel the shim passes on (StartFd), helper ours.
-	start  *os.File
+	// The gated worker's waiting helper, whose start channel's peer the
+	// shim passes on (StartFd).
 	helper *waitingHelper
 }
 
@@ -287,9 +284,9 @@ func (g *guardian) spawnRoot(root groupRoot, init msg) (*shimGroup, error) {
 		files = append(files, lf)
 		init.Leaf, init.Join = l.dir, g.backend.Join
 	}
-	if root.start != nil {
+	if root.helper != nil {
 		init.StartFd = len(files)
-		files = append(files, root.start)
+		files = append(files, root.helper.peer)
 	}
 	g.mu.Lock() // the shim must be registered before the reaper can see it exit
 	pid, err := startProcess(root.exe, root.argv, root.env, files, false)

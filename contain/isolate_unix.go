@@ -21,8 +21,18 @@ func NoNewPrivsUnsupported() error {
 
 // RestrictsWithoutNoNewPrivs says whether the worker's Landlock scope and
 // fence can be applied without no_new_privs: only with CAP_SYS_ADMIN, which
-// root in a container lacks.
+// an unprivileged supervisor and root in a container lack.
 func RestrictsWithoutNoNewPrivs() bool { return platform.HasCapSysAdmin() }
+
+// readyForLandlock lets the calling thread restrict itself with Landlock: it
+// sets no_new_privs where that needs it (RestrictsWithoutNoNewPrivs), and
+// says whether it did.
+func readyForLandlock() (underNoNewPrivs bool, err error) {
+	if RestrictsWithoutNoNewPrivs() {
+		return false, nil
+	}
+	return true, platform.SetNoNewPrivs()
+}
 
 // workerScope decides Isolation.Scope: on, where the kernel has Landlock
 // scopes and the user did not opt out; else off, and why.

@@ -92,10 +92,8 @@ func workerFence() (*platform.Fence, error) {
 // rules and clone3 refused). Without CAP_SYS_ADMIN (unprivileged, or root in
 // a container) that needs no_new_privs, which is set first.
 func enterFence(f *platform.Fence) error {
-	if !platform.HasCapSysAdmin() {
-		if err := platform.SetNoNewPrivs(); err != nil {
-			return err
-		}
+	if _, err := readyForLandlock(); err != nil {
+		return err
 	}
 	if err := f.RestrictThread(); err != nil {
 		return fmt.Errorf("fence the worker (--no-worker-scope starts it without): %w", err)
@@ -277,10 +275,11 @@ func (d *Diagnosis) addRestriction(r restriction) {
 // signal to our parent, outside it, is refused.
 func probeScope() (string, error) {
 	how := "entered with CAP_SYS_ADMIN"
-	if !platform.HasCapSysAdmin() {
-		if err := platform.SetNoNewPrivs(); err != nil {
-			return "", err
-		}
+	underNNP, err := readyForLandlock()
+	if err != nil {
+		return "", err
+	}
+	if underNNP {
 		how = "entered under no_new_privs (no CAP_SYS_ADMIN)"
 	}
 	if err := platform.ScopeThread(); err != nil {

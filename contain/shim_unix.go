@@ -104,16 +104,15 @@ func startNow(prog msg) (int, error) {
 	if !prog.Isolation.waitsAhead() {
 		return startProgram(p)
 	}
-	ours, theirs, err := socketpair()
-	if err != nil {
-		return 0, fmt.Errorf("create the worker's start channel: %w", err)
-	}
-	defer ours.Close()
-	pid, err := startWaitingHelper(p, theirs)
+	wi, err := newWaitingHelper()
 	if err != nil {
 		return 0, err
 	}
-	return (&waitingHelper{pid: pid, ctl: ours}).start(nil, 0, helperStartBound)
+	if wi.pid, err = startWaitingHelper(p, wi.peer); err != nil {
+		wi.ctl.Close()
+		return 0, err
+	}
+	return wi.start(nil, 0, helperStartBound)
 }
 
 // startGated starts the gated worker at the start message m, or, when the
@@ -265,13 +264,15 @@ func followFd(startPipe, follow *os.File) int {
 // without CAP_SYS_ADMIN (a non-root supervisor, or root in a container)
 // needs no_new_privs first.
 func (p program) restrictThread() error {
-	scope := p.iso != nil && p.iso.Scope
-	if p.noNewPrivs || (scope && !platform.HasCapSysAdmin()) {
+	if p.noNewPrivs {
 		if err := platform.SetNoNewPrivs(); err != nil {
 			return err
 		}
 	}
-	if scope {
+	if p.iso != nil && p.iso.Scope {
+		if _, err := readyForLandlock(); err != nil {
+			return err
+		}
 		if err := platform.ScopeThread(); err != nil {
 			return fmt.Errorf("scope the worker (Landlock; --no-worker-scope starts it without): %w", err)
 		}
@@ -315,8 +316,18 @@ func beforeDeadline(fireMs int64) error {
 // not start the worker) stands for the worker itself: its exit is the
 // worker's.
 type waitingHelper struct {
-	pid int      // the helper's own
-	ctl *os.File // our end of its fd 3
+	pid  int      // the helper's own
+	ctl  *os.File // our end of its fd 3
+	peer *os.File // its fd 3 until it is started, closed once passed on
+}
+
+// newWaitingHelper makes a helper's start channel, before the helper exists.
+func newWaitingHelper() (*waitingHelper, error) {
+	ours, theirs, err := socketpair()
+	if err != nil {
+		return nil, fmt.Errorf("create the worker's start channel: %w", err)
+	}
+	return &waitingHelper{ctl: ours, peer: theirs}, nil
 }
 
 // startWaitingHelper starts p's waiting helper with start as its fd 3.
