@@ -20,19 +20,20 @@ import (
 type etcdctl struct {
 	cmd  *exec.Cmd
 	out  proctest.SyncBuffer
-	done chan struct{}
+	done <-chan struct{}
 }
 
 func startEtcdctl(t *testing.T, m *cluster, args ...string) *etcdctl {
 	t.Helper()
 	bin, err := exec.LookPath("etcdctl")
 	require.NoError(t, err, "etcdctl is missing: apt-get install etcd-client")
-	e := &etcdctl{cmd: exec.Command(bin, append([]string{"--endpoints=" + strings.Join(m.Endpoints(), ",")}, args...)...), done: make(chan struct{})}
+	e := &etcdctl{cmd: exec.Command(bin, append([]string{"--endpoints=" + strings.Join(m.Endpoints(), ",")}, args...)...)}
 	e.cmd.Env = []string{"ETCDCTL_API=3"}
 	e.cmd.Stdout, e.cmd.Stderr = &e.out, &e.out
 	e.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	require.NoError(t, e.cmd.Start())
-	go func() { _ = e.cmd.Wait(); close(e.done) }()
+	done, err := proctest.StartOwned(e.cmd)
+	require.NoError(t, err)
+	e.done = done
 	t.Cleanup(func() {
 		_ = e.cmd.Process.Signal(syscall.SIGINT)
 		select {

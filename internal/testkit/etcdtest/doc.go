@@ -24,7 +24,8 @@
 //     followers waits in vain to hand over its leadership), and the test
 //     fails unless every process the cluster ever started (restarts
 //     included) is proven gone. Members also die with the test binary
-//     (PR_SET_PDEATHSIG), so a crashed test leaves nothing.
+//     (PR_SET_PDEATHSIG, forked on a thread kept until the reap: see
+//     proctest.StartOwned), so a crashed test leaves nothing.
 //   - Member processes are started through proctest.StartOwned, so a Sweep of
 //     the test process never reaps them from under their Wait. A Sweep still
 //     kills them: in a test that also starts programs with proctest's

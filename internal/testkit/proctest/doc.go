@@ -10,7 +10,10 @@
 // opens a pidfd and only then checks the pid's start time, so a pid recycled
 // by an unrelated process is never hit; zombies are reaped only when they are
 // this process's own orphans, by their own pid, and never when an exec.Cmd
-// started here still owns them.
+// started here still owns them. A child that asks to die with the test
+// (a parent-death signal) is forked on a thread kept until it is reaped:
+// that signal follows the forking thread, and threads end under the tests
+// whenever product code abandons a locked one.
 //
 // Everything that touches processes is Linux-only (files ending in _linux.go):
 // only Linux has pidfds and a child subreaper. The pidfile format, the

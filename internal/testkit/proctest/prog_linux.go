@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,25 +33,49 @@ type Prog struct {
 // then set). Until then Sweep leaves cmd's zombie to that Wait instead of
 // reaping it, so a harness that runs its own exec.Cmd (internal/testkit/etcdtest's
 // members) can live beside Sweep.
+//
+// A cmd that asks for a parent-death signal (SysProcAttr.Pdeathsig) is forked
+// on an OS thread kept locked until the child has been reaped. The kernel
+// sends that signal when the thread that forked the child ends, not the
+// process, and Go ends a thread whose goroutine returns while locked to it, as
+// the product's throwaway probe threads do (doctor, run in-process by a test).
+// Forked on any pooled thread, the child could be killed mid-test by a probe
+// that happened to run on that thread later.
 func StartOwned(cmd *exec.Cmd) (<-chan struct{}, error) {
-	owned.Lock()
-	err := cmd.Start()
-	if err == nil {
-		owned.pids[cmd.Process.Pid] = true
-	}
-	owned.Unlock()
-	if err != nil {
-		return nil, err
-	}
+	started := make(chan error, 1)
 	done := make(chan struct{})
 	go func() {
+		if cmd.SysProcAttr != nil && cmd.SysProcAttr.Pdeathsig != 0 {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread() // after the reap: nothing is tied to it then
+		}
+		err := startRecorded(cmd)
+		started <- err
+		if err != nil {
+			return
+		}
 		_ = cmd.Wait()
 		owned.Lock()
 		delete(owned.pids, cmd.Process.Pid)
 		owned.Unlock()
 		close(done)
 	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
 	return done, nil
+}
+
+// startRecorded starts cmd and records it as owned under owned's lock, so no
+// Sweep sees it unrecorded.
+func startRecorded(cmd *exec.Cmd) error {
+	owned.Lock()
+	defer owned.Unlock()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	owned.pids[cmd.Process.Pid] = true
+	return nil
 }
 
 // Start runs the program with args and env added to the test's environment.

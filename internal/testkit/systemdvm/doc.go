@@ -46,7 +46,8 @@
 //
 // Invariants:
 //   - qemu's whole life is bounded: past the limit it is SIGKILLed by its pid
-//     (and it dies with the test process: Pdeathsig), and Boot proves at the
+//     (and it dies with the test process: Pdeathsig, through
+//     proctest.StartOwned), and Boot proves at the
 //     end that no process of this boot's qemu remains.
 //   - The console (ttyS0: the kernel, systemd and the payload's progress
 //     lines) is kept in a file whose tail goes into every error.

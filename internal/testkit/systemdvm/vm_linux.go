@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
 )
 
 // Boot is the outcome of one boot.
@@ -115,26 +117,24 @@ func (img *Image) runQemu(payloadDisk string, b *Boot, limit time.Duration) erro
 	// a process group of its own, away from our terminal's signals.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	done, err := proctest.StartOwned(cmd)
+	if err != nil {
 		return fmt.Errorf("start qemu: %w", err)
 	}
 	pid := cmd.Process.Pid
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var waitErr error
 	select {
-	case waitErr = <-done:
+	case <-done:
 	case <-time.After(limit):
 		b.Killed = true
 		syscall.Kill(pid, syscall.SIGKILL)
-		waitErr = <-done
+		<-done
 	}
 	b.Took = time.Since(start)
 	if err := provenGone(pid, b.Console); err != nil {
 		return err
 	}
-	if waitErr != nil && !b.Killed {
-		return fmt.Errorf("qemu: %w: %s; console:\n%s", waitErr, strings.TrimSpace(stderr.String()), b.ConsoleTail(40))
+	if !cmd.ProcessState.Success() && !b.Killed {
+		return fmt.Errorf("qemu: %s: %s; console:\n%s", cmd.ProcessState, strings.TrimSpace(stderr.String()), b.ConsoleTail(40))
 	}
 	return nil
 }

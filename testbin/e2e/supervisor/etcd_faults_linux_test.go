@@ -730,7 +730,7 @@ func killAll(t *testing.T, f *faultScene) outcome {
 type watchRun struct {
 	cmd      *exec.Cmd
 	out, err *syncBuf
-	done     chan struct{}
+	done     <-chan struct{}
 }
 
 // startWatch runs the watch on room until it exits or the test ends (then
@@ -738,16 +738,14 @@ type watchRun struct {
 // process below the test, the cluster's members included.
 func startWatch(t *testing.T, server, room string) *watchRun {
 	t.Helper()
-	w := &watchRun{out: &syncBuf{}, err: &syncBuf{}, done: make(chan struct{})}
+	w := &watchRun{out: &syncBuf{}, err: &syncBuf{}}
 	w.cmd = exec.Command(bins.octostore, "election", "watch", "--server", server, "--json", room)
 	w.cmd.Env = localEnv(etcdAllowOld)
 	w.cmd.Stdout, w.cmd.Stderr = w.out, w.err
 	w.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	require.NoError(t, w.cmd.Start())
-	go func() {
-		_ = w.cmd.Wait()
-		close(w.done)
-	}()
+	done, err := proctest.StartOwned(w.cmd)
+	require.NoError(t, err)
+	w.done = done
 	t.Cleanup(func() {
 		_ = w.cmd.Process.Signal(syscall.SIGKILL)
 		<-w.done
