@@ -272,7 +272,9 @@ func (d *Diagnosis) addRestriction(r restriction) {
 
 // probeScope enters the worker's scope on the calling, locked thread (under
 // no_new_privs where that is needed, as the shim does) and checks that a
-// signal to our parent, outside it, is refused.
+// connect to an abstract unix socket opened outside it is refused, and so is
+// a signal to our parent when one is in view (none for a container's PID 1,
+// nor under `podman exec`, whose parent is in another PID namespace).
 func probeScope() (string, error) {
 	how := "entered with CAP_SYS_ADMIN"
 	underNNP, err := readyForLandlock()
@@ -282,14 +284,65 @@ func probeScope() (string, error) {
 	if underNNP {
 		how = "entered under no_new_privs (no CAP_SYS_ADMIN)"
 	}
+	outside, err := listenAbstract()
+	if err != nil {
+		return "", fmt.Errorf("open a socket to try the scope on: %w", err)
+	}
+	defer unix.Close(outside.fd)
 	if err := platform.ScopeThread(); err != nil {
 		return "", fmt.Errorf("enter it (--no-worker-scope starts the worker without): %w", err)
 	}
-	ppid := os.Getppid()
-	if err := unix.Kill(ppid, 0); !errors.Is(err, unix.EPERM) {
-		return "", fmt.Errorf("entered, but a signal to our parent (pid %d) was not refused: %v", ppid, err)
+	if err := outside.connect(); !errors.Is(err, unix.EPERM) {
+		return "", fmt.Errorf("entered, but a connect to an abstract socket opened outside was not refused: %v", err)
 	}
-	return how + "; tried: a signal to our parent refused", nil
+	tried := "a connect to an abstract socket opened outside refused"
+	if ppid := os.Getppid(); ppid > 0 {
+		if err := unix.Kill(ppid, 0); !errors.Is(err, unix.EPERM) {
+			return "", fmt.Errorf("entered, but a signal to our parent (pid %d) was not refused: %v", ppid, err)
+		}
+		tried += ", a signal to our parent refused"
+	}
+	return how + "; tried: " + tried, nil
+}
+
+// abstractListener is a listening abstract unix socket of this process.
+type abstractListener struct {
+	fd   int
+	addr unix.SockaddrUnix
+}
+
+// listenAbstract listens on an abstract name of the kernel's choosing
+// (autobind), so no name of anyone else's is ever taken.
+func listenAbstract() (abstractListener, error) {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return abstractListener{}, err
+	}
+	l := abstractListener{fd: fd}
+	if err := unix.Bind(fd, &unix.SockaddrUnix{}); err != nil {
+		unix.Close(fd)
+		return l, fmt.Errorf("autobind: %w", err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err == nil {
+		err = unix.Listen(fd, 1)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return l, err
+	}
+	l.addr = *sa.(*unix.SockaddrUnix)
+	return l, nil
+}
+
+// connect connects a new socket to the listener and reports the error.
+func (l abstractListener) connect() error {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Connect(fd, &l.addr)
 }
 
 // onThrowawayThread runs probe on a locked thread that is thrown away after

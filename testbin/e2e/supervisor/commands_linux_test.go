@@ -368,10 +368,11 @@ func TestDoctorText(t *testing.T) {
 	fence := find("worker fence (default)")
 	require.Contains(t, fence, " yes ")
 	require.Contains(t, fence, "tried: writing "+filepath.Join(mount, "cgroup.procs")+" refused")
-	// So is the scope (Landlock ABI 6 and up here): a signal out of it.
+	// So is the scope (Landlock ABI 6 and up here): a connect to an abstract
+	// socket and a signal out of it.
 	scope := find("worker scope (default)")
 	require.Contains(t, scope, " yes ")
-	require.Contains(t, scope, "entered with CAP_SYS_ADMIN; tried: a signal to our parent refused")
+	require.Contains(t, scope, "entered with CAP_SYS_ADMIN; tried: a connect to an abstract socket opened outside refused, a signal to our parent refused")
 }
 
 // `doctor --json` is one object: the facts (name, ok, detail) and the backend
