@@ -94,10 +94,10 @@ test-process-group:
 
 # The systemd-host scenarios alone (test-default runs them too): a
 # Debian 12 VM with systemd under qemu runs `make build`'s binaries in every
-# start-up mode. Root; the image is built once into /var/cache
+# start-up mode, then a Debian 13 VM runs them under Podman. Root; the image is built once into /var/cache
 # (testbin/e2e/systemdhost, internal/testkit/systemdvm).
 test-systemd-vm:
-	$(GO) test -count=1 -timeout 30m -v -run '^TestSystemdHost$$' ./testbin/e2e/systemdhost/
+	$(GO) test -count=1 -timeout 40m -v -run '^TestSystemdHost$$' ./testbin/e2e/systemdhost/
 
 # The pinned etcd 3.6 server the etcd tests run against besides Debian's
 # etcd (internal/testkit/etcdtest). It is a module of its own (.ci/etcd36), which keeps

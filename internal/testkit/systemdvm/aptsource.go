@@ -26,6 +26,36 @@ func AptSource(suite string) (Source, error) {
 	return aptSourceIn("/etc/apt", suite)
 }
 
+// mirror returns apt's entry for suite or, when apt has none (a bookworm host
+// building a trixie image), the entry for the host's own release: one Debian
+// mirror serves every release, and debian-archive-keyring carries the next
+// release's keys (debootstrap says so plainly when it does not).
+func mirror(suite string) (Source, error) {
+	src, err := AptSource(suite)
+	if err == nil {
+		return src, nil
+	}
+	host, herr := hostCodename("/etc/os-release")
+	if herr != nil || host == suite {
+		return Source{}, err
+	}
+	return AptSource(host)
+}
+
+// hostCodename reads VERSION_CODENAME from an os-release file.
+func hostCodename(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VERSION_CODENAME="); ok {
+			return strings.Trim(v, `"'`), nil
+		}
+	}
+	return "", fmt.Errorf("%s names no VERSION_CODENAME", path)
+}
+
 func aptSourceIn(etc, suite string) (Source, error) {
 	files := []string{filepath.Join(etc, "sources.list")}
 	for _, pat := range []string{"*.list", "*.sources"} {

@@ -54,3 +54,18 @@ func TestAptSourceNone(t *testing.T) {
 	_, err := aptSourceIn(etc, "bookworm")
 	require.ErrorContains(t, err, "no deb entry for bookworm main")
 }
+
+// A release apt has no entry for is fetched from the host release's mirror,
+// named by os-release.
+func TestHostCodename(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "os-release")
+	require.NoError(t, os.WriteFile(p, []byte("PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nVERSION_CODENAME=bookworm\nID=debian\n"), 0o644))
+	got, err := hostCodename(p)
+	require.NoError(t, err)
+	require.Equal(t, "bookworm", got)
+
+	require.NoError(t, os.WriteFile(p, []byte("ID=debian\n"), 0o644))
+	_, err = hostCodename(p)
+	require.ErrorContains(t, err, "no VERSION_CODENAME")
+}

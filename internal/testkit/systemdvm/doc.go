@@ -1,21 +1,24 @@
-// Package systemdvm boots a Debian 12 VM with systemd as PID 1 on a pure
-// cgroup v2 hierarchy under qemu, runs one payload in it and hands back what
-// the payload wrote. It is a test kit: tests use it to run the real binaries
+// Package systemdvm boots a Debian VM (a Release: Debian 12 or 13) with
+// systemd as PID 1 on a pure cgroup v2 hierarchy under qemu, runs one payload
+// in it and hands back what the payload wrote. It is a test kit: tests use it to run the real binaries
 // on a host as users have it (testbin/e2e/systemdhost); no product code
 // imports it. Linux only, as root.
 //
 // # Image
 //
-// EnsureImage builds the root disk once per machine and caches it under
-// /var/cache/octostore-systemd-vm/<key>/ (OCTOSTORE_SYSTEMD_VM_CACHE moves the
-// cache root): a minbase debootstrap of bookworm with the packages in
-// Packages, built by image/build.sh, plus copies of the host's kernel and
-// initramfs from /boot (the Debian kernel's initramfs has the virtio drivers).
-// The key is the SHA-256 of the suite, the package list, every file in
-// image/ and the kernel and initramfs bytes: change any of them and the next
-// run builds a new image; nothing else invalidates it. The mirror is read from
-// apt's own configuration (/etc/apt/sources.list, sources.list.d/*.list and
-// *.sources), never written into the code, and is not part of the key.
+// EnsureImage builds a release's root disk once per machine and caches it
+// under /var/cache/octostore-systemd-vm/<key>/ (OCTOSTORE_SYSTEMD_VM_CACHE
+// moves the cache root): a minbase debootstrap of the release with its
+// Packages, built by image/build.sh, and the kernel and initramfs it boots
+// with: the host's from /boot (Bookworm), or the image's own from its
+// linux-image-amd64 (Trixie: kernel 6.12). Debian's initramfs has the virtio
+// drivers. The key is the SHA-256 of the release, every file in image/ and,
+// when it boots the host's, the kernel and initramfs bytes: change any of
+// them and the next run builds a new image; nothing else invalidates it. The
+// mirror is read from apt's own configuration (/etc/apt/sources.list,
+// sources.list.d/*.list and *.sources), never written into the code, and is
+// not part of the key; a release apt has no entry for (trixie on a bookworm
+// host) is fetched from the host release's mirror.
 //
 // Invariants:
 //   - A cache directory is complete or absent: the image is built in a
@@ -27,10 +30,11 @@
 //   - The cached root disk is never written: qemu opens it with snapshot=on,
 //     so every boot starts from the same state and boots may run at once.
 //   - Each use stamps the image's last-used file; other images of the cache
-//     unused for 14 days are removed (each is about 350 MB on disk).
+//     unused for 14 days are removed (each is 350-800 MB on disk).
 //
 // The image has a normal user tester (uid 1000, home directory, lingering, so
-// user@1000.service runs from boot) and nobody; serial-getty@ttyS0 is masked
+// user@1000.service runs from boot, and subordinate ids 100000-165535 where
+// uidmap is installed, for rootless Podman) and nobody; serial-getty@ttyS0 is masked
 // (its login prompt would take the console); the journal is volatile.
 //
 // # Boot

@@ -13,20 +13,43 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// Suite is the Debian release the image is built from.
-const Suite = "bookworm"
+// Release is a Debian release an image is built from.
+type Release struct {
+	Suite string // bookworm, trixie
+	// Packages are what debootstrap --variant=minbase adds.
+	Packages []string
+	// OwnKernel boots the image with the kernel and initramfs its own
+	// linux-image-amd64 installed; otherwise with the host's (/boot).
+	OwnKernel bool
+}
 
-// Packages are what debootstrap --variant=minbase adds: systemd as PID 1,
-// the system and session buses, logind's PAM module (session scopes, the user
-// manager), procps and python3 for the scenarios.
-var Packages = []string{
-	"systemd", "systemd-sysv", "dbus", "udev", "procps", "python3", "iproute2", "kmod",
-	"libpam-systemd", "dbus-user-session",
+// basePackages are every image's: systemd as PID 1, the system and session
+// buses, logind's PAM module (session scopes, the user manager), procps and
+// python3 for the scenarios.
+func basePackages() []string {
+	return []string{
+		"systemd", "systemd-sysv", "dbus", "udev", "procps", "python3", "iproute2", "kmod",
+		"libpam-systemd", "dbus-user-session",
+	}
+}
+
+// Bookworm is Debian 12 on the host's kernel (Debian's 6.1 on CI).
+func Bookworm() Release { return Release{Suite: "bookworm", Packages: basePackages()} }
+
+// Trixie is Debian 13 on its own kernel (6.12: Landlock network rules and
+// scopes) with Podman, rootful and rootless (uidmap's newuidmap).
+func Trixie() Release {
+	return Release{
+		Suite:     "trixie",
+		Packages:  append(basePackages(), "linux-image-amd64", "initramfs-tools", "podman", "uidmap"),
+		OwnKernel: true,
+	}
 }
 
 // DefaultCacheRoot is where images are cached; OCTOSTORE_SYSTEMD_VM_CACHE
@@ -54,18 +77,22 @@ func CacheRoot() string {
 	return DefaultCacheRoot
 }
 
-// EnsureImage returns this machine's cached image, building it first when it
-// is missing (about a minute and 330 MB of downloads from apt's mirror).
-// logf reports progress.
-func EnsureImage(ctx context.Context, logf func(string, ...any)) (*Image, error) {
+// EnsureImage returns this machine's cached image of rel, building it first
+// when it is missing (a minute or two and 330-450 MB of downloads from apt's
+// mirror). logf reports progress.
+func EnsureImage(ctx context.Context, rel Release, logf func(string, ...any)) (*Image, error) {
 	if err := CheckTools(); err != nil {
 		return nil, err
 	}
-	kernel, initrd, err := hostKernel()
-	if err != nil {
-		return nil, err
+	var boot []string // the host's kernel and initramfs, when rel boots them
+	if !rel.OwnKernel {
+		kernel, initrd, err := hostKernel()
+		if err != nil {
+			return nil, err
+		}
+		boot = []string{kernel, initrd}
 	}
-	key, err := imageKey(kernel, initrd)
+	key, err := imageKey(rel, boot)
 	if err != nil {
 		return nil, err
 	}
@@ -86,8 +113,8 @@ func EnsureImage(ctx context.Context, logf func(string, ...any)) (*Image, error)
 	}
 	removeLeftovers(root, logf)
 	start := time.Now()
-	logf("systemdvm: building the VM image %s (debootstrap %s; about a minute)", img.Dir, Suite)
-	if err := build(ctx, root, img.Dir, kernel, initrd, logf); err != nil {
+	logf("systemdvm: building the VM image %s (debootstrap %s; a minute or two)", img.Dir, rel.Suite)
+	if err := build(ctx, root, img.Dir, rel, boot); err != nil {
 		return nil, err
 	}
 	img.Built, img.Took = true, time.Since(start)
@@ -123,7 +150,9 @@ func pruneUnused(root, keep string, logf func(string, ...any)) {
 	}
 }
 
-func build(ctx context.Context, root, final, kernel, initrd string, logf func(string, ...any)) error {
+// build runs image/build.sh for rel into final; boot is the host's kernel
+// and initramfs to copy beside the disk, when rel does not bring its own.
+func build(ctx context.Context, root, final string, rel Release, boot []string) error {
 	tmp, err := os.MkdirTemp(root, ".tmp-")
 	if err != nil {
 		return err
@@ -133,7 +162,7 @@ func build(ctx context.Context, root, final, kernel, initrd string, logf func(st
 	if err := extractImageFiles(files); err != nil {
 		return err
 	}
-	src, err := AptSource(Suite)
+	src, err := mirror(rel.Suite)
 	if err != nil {
 		return err
 	}
@@ -143,8 +172,9 @@ func build(ctx context.Context, root, final, kernel, initrd string, logf func(st
 	}
 	cmd := exec.CommandContext(ctx, "/bin/bash", filepath.Join(files, "build.sh"))
 	cmd.Env = append(os.Environ(),
-		"OUT="+out, "MIRROR="+src.URI, "SUITE="+Suite, "FILES="+files,
-		"PACKAGES="+strings.Join(Packages, ","), "KEYRING="+src.Keyring,
+		"OUT="+out, "MIRROR="+src.URI, "SUITE="+rel.Suite, "FILES="+files,
+		"PACKAGES="+strings.Join(rel.Packages, ","), "KEYRING="+src.Keyring,
+		"OWN_KERNEL="+strconv.FormatBool(rel.OwnKernel),
 		"PATH="+os.Getenv("PATH")+":/usr/sbin:/sbin", "DEBIAN_FRONTEND=noninteractive")
 	if p := aptProxy(); p != "" {
 		cmd.Env = append(cmd.Env, "http_proxy="+p)
@@ -161,13 +191,17 @@ func build(ctx context.Context, root, final, kernel, initrd string, logf func(st
 		return fmt.Errorf("building the VM image (mirror %s from apt's configuration) failed: %w; last lines of %s:\n%s",
 			src.URI, err, logFile, Tail(logFile, 30))
 	}
-	for from, to := range map[string]string{kernel: "vmlinuz", initrd: "initrd.img"} {
-		if err := copyFile(from, filepath.Join(out, to), 0o644); err != nil {
-			return err
+	kernel := "the image's own"
+	if boot != nil {
+		kernel = boot[0]
+		for i, to := range []string{"vmlinuz", "initrd.img"} {
+			if err := copyFile(boot[i], filepath.Join(out, to), 0o644); err != nil {
+				return err
+			}
 		}
 	}
 	info := fmt.Sprintf("built %s from %s (%s), packages %s, kernel %s\n",
-		time.Now().UTC().Format(time.RFC3339), src.URI, Suite, strings.Join(Packages, ","), kernel)
+		time.Now().UTC().Format(time.RFC3339), src.URI, rel.Suite, strings.Join(rel.Packages, ","), kernel)
 	if err := os.WriteFile(filepath.Join(out, "info.txt"), []byte(info), 0o644); err != nil {
 		return err
 	}
@@ -186,10 +220,11 @@ func removeLeftovers(root string, logf func(string, ...any)) {
 	}
 }
 
-// imageKey hashes everything the image is made from but the mirror.
-func imageKey(kernel, initrd string) (string, error) {
+// imageKey hashes everything the image is made from but the mirror: rel, the
+// build files and the host's kernel and initramfs when it boots them.
+func imageKey(rel Release, boot []string) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "suite %s\npackages %s\n", Suite, strings.Join(Packages, ","))
+	fmt.Fprintf(h, "suite %s\npackages %s\nown kernel %t\n", rel.Suite, strings.Join(rel.Packages, ","), rel.OwnKernel)
 	var names []string
 	err := fs.WalkDir(imageFiles, "image", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
@@ -209,7 +244,7 @@ func imageKey(kernel, initrd string) (string, error) {
 		fmt.Fprintf(h, "file %s %d\n", n, len(b))
 		h.Write(b)
 	}
-	for _, f := range []string{kernel, initrd} {
+	for _, f := range boot {
 		fmt.Fprintf(h, "boot %s\n", filepath.Base(f))
 		if err := hashFile(h, f); err != nil {
 			return "", err

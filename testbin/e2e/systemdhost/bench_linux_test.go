@@ -30,7 +30,7 @@ func BenchmarkSystemdVM(b *testing.B) {
 	require.Equal(b, 0, os.Geteuid(), "BenchmarkSystemdVM boots a VM: run it as root")
 	require.NoError(b, systemdvm.CheckTools())
 	ctx := context.Background()
-	img, err := systemdvm.EnsureImage(ctx, b.Logf)
+	img, err := systemdvm.EnsureImage(ctx, systemdvm.Bookworm(), b.Logf)
 	require.NoError(b, err)
 	payload := b.TempDir()
 	buildBinaries(b, filepath.Join(payload, "bin"))

@@ -7,12 +7,14 @@
 # Environment (all required):
 #   OUT       directory to write disk.img into (a fresh temporary directory)
 #   MIRROR    the Debian mirror URI, taken from the host's apt configuration
-#   SUITE     the Debian suite (bookworm)
+#   SUITE     the Debian suite (bookworm, trixie)
 #   PACKAGES  comma-separated packages for debootstrap --include
 #   FILES     directory holding octo-e2e.service and octo-e2e-boot
+#   OWN_KERNEL  true: copy the image's own kernel and initramfs (from the
+#             linux-image-amd64 in PACKAGES) to OUT/vmlinuz and OUT/initrd.img
 # Optional: KEYRING (debootstrap --keyring), http_proxy (from apt's config).
 set -euo pipefail
-: "${OUT:?}" "${MIRROR:?}" "${SUITE:?}" "${PACKAGES:?}" "${FILES:?}"
+: "${OUT:?}" "${MIRROR:?}" "${SUITE:?}" "${PACKAGES:?}" "${FILES:?}" "${OWN_KERNEL:?}"
 
 root="$OUT/rootfs"
 keyring=()
@@ -30,6 +32,12 @@ chroot "$root" useradd --create-home --uid 1000 --user-group --shell /bin/bash t
 mkdir -p "$root/var/lib/systemd/linger"
 touch "$root/var/lib/systemd/linger/tester"
 chroot "$root" id nobody >/dev/null
+# Subordinate ids for a rootless container engine (Podman), where one is
+# installed: 65536 of each, as useradd gives a new user on a desktop.
+if [ -x "$root/usr/bin/newuidmap" ]; then
+  echo tester:100000:65536 >"$root/etc/subuid"
+  echo tester:100000:65536 >"$root/etc/subgid"
+fi
 
 # The serial getty would take the console (vhangup) from the runner unit.
 # apt's timers would start work nobody asked for in the middle of a run.
@@ -51,6 +59,16 @@ printf '[Journal]\nStorage=volatile\n' >"$root/etc/systemd/journald.conf.d/volat
 # debootstrap's package cache is not needed inside.
 rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
 
-truncate -s 2G "$OUT/disk.img"
+if [ "$OWN_KERNEL" = true ]; then
+  # the newest, should the release have pulled in more than one
+  kernel=$(find "$root/boot" -maxdepth 1 -name 'vmlinuz-*' | sort -V | tail -n 1)
+  [ -n "$kernel" ] || { echo "no kernel in the image's /boot: is linux-image-amd64 in PACKAGES?" >&2; exit 1; }
+  initrd=$root/boot/initrd.img-${kernel##*/vmlinuz-}
+  [ -f "$initrd" ] || { echo "no $initrd beside $kernel: is initramfs-tools in PACKAGES?" >&2; exit 1; }
+  install -m 0644 "$kernel" "$OUT/vmlinuz"
+  install -m 0644 "$initrd" "$OUT/initrd.img"
+fi
+
+truncate -s 3G "$OUT/disk.img"
 mkfs.ext4 -q -F -L octo-root -d "$root" "$OUT/disk.img"
 rm -rf "$root"

@@ -6,7 +6,8 @@
 # scripts), systemd/ (the unit example) and config: STOP_AT (no scenario
 # starts once the VM has been up this many seconds; later ones are reported
 # as not run), SCENARIO_TIMEOUT (seconds), ONLY (a bash regex of the
-# scenario names to run).
+# scenario names to run), SET (systemd: the start-up modes, limits and
+# attacks below; containers: containers.sh's Podman scenarios).
 # RESULTS gets results.txt: a "PLAN NAME" line for every scenario first, then
 # one "PASS NAME" or "FAIL NAME: REASONS" line each; and logs/NAME.log (NAME
 # with / as --): what the mode gave, doctor's output there, the command, its
@@ -27,6 +28,7 @@ SUP=/usr/local/bin/octostore-supervisor
 STOP_AT=380
 SCENARIO_TIMEOUT=60
 ONLY=
+SET=systemd
 [ ! -r "$P/config" ] || . "$P/config"
 mkdir -p "$R/logs" /tmp/octo-e2e/doctor
 chmod 0777 /tmp/octo-e2e/doctor
@@ -299,6 +301,14 @@ EOF
   record "$name" "$verdict"
 }
 
+if [ "$SET" = containers ]; then
+  . "$G/watchdog.sh"
+  . "$G/containers.sh"
+  say "container scenarios start at uptime $(uptime_s)s; none starts after ${STOP_AT}s"
+  container_scenarios
+  say "scenarios done at uptime $(uptime_s)s"
+  exit 0
+fi
 selected harness/judge-sees-survivors && echo "PLAN harness/judge-sees-survivors" >>"$R/results.txt"
 for n in "${UNIT_STEPS[@]}"; do
   selected "$n" && echo "PLAN $n" >>"$R/results.txt"
