@@ -33,6 +33,10 @@ type ClientOptions struct {
 	// CABundle is OCTOSTORE_CA_BUNDLE: nil when unset, else its value (an
 	// empty value is "set" and fails to read, as upstream).
 	CABundle *string
+	// VerifyLoopbackPeer makes every connection go through
+	// VerifyLoopbackPeer: set when a bearer token goes over cleartext to a
+	// loopback server without --allow-cleartext-credentials.
+	VerifyLoopbackPeer bool
 }
 
 // Client talks to one OctoStore server. It is safe for concurrent use.
@@ -40,6 +44,7 @@ type Client struct {
 	server         Server
 	requestTimeout time.Duration
 	http           *http.Client
+	dial           func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // NewClient builds the HTTP client of docs/protocol.md "HTTP client",
@@ -56,8 +61,12 @@ func NewClient(o ClientOptions) (*Client, error) {
 		return nil, err
 	}
 	dialer := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
+	dial := dialer.DialContext
+	if o.VerifyLoopbackPeer {
+		dial = verifiedDial(dial)
+	}
 	tr := &http.Transport{
-		DialContext:         dialer.DialContext,
+		DialContext:         dial,
 		TLSHandshakeTimeout: o.ConnectTimeout,
 		TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 		DisableCompression:  true,
@@ -72,6 +81,7 @@ func NewClient(o ClientOptions) (*Client, error) {
 	}
 	return &Client{
 		server:         o.Server,
+		dial:           dial,
 		requestTimeout: o.RequestTimeout,
 		http: &http.Client{
 			Transport: tr,
@@ -80,6 +90,23 @@ func NewClient(o ClientOptions) (*Client, error) {
 			},
 		},
 	}, nil
+}
+
+// ProbeLoopbackPeer connects to the server once, as a request would, and
+// returns the *UntrustedListener that VerifyLoopbackPeer gave, if it gave
+// one; any other outcome (nobody listening) is the requests' to meet. It
+// lets a command refuse, with exit 64, before it starts; every later
+// connection is checked all the same.
+func (c *Client) ProbeLoopbackPeer(ctx context.Context) error {
+	conn, err := c.dial(ctx, "tcp", c.server.hostPort())
+	var u *UntrustedListener
+	if errors.As(err, &u) {
+		return u
+	}
+	if conn != nil {
+		conn.Close()
+	}
+	return nil
 }
 
 // CloseIdleConnections releases pooled connections.

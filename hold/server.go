@@ -67,25 +67,24 @@ type Transport struct {
 	// other than loopback (--allow-insecure-http).
 	AllowInsecureHTTP bool
 	// AllowCleartextCredentials permits credentials - a bearer token,
-	// etcd's user:password - over cleartext TCP, loopback included
-	// (--allow-cleartext-credentials): while a loopback port is free (its
-	// server down or restarting) any local user may listen there and relay
-	// what arrives.
+	// etcd's user:password - over cleartext TCP to another host, and to a
+	// loopback port whatever user serves it (--allow-cleartext-credentials).
+	// Without it, credentials go to a loopback port only when root or we
+	// serve it (VerifyLoopbackPeer): while the port is free (its server down
+	// or restarting) any local user may listen there and relay what arrives.
 	AllowCleartextCredentials bool
 }
 
-// CleartextCredentialsMessage is why credentials are refused over cleartext
-// TCP; what to use instead follows it.
-const CleartextCredentialsMessage = "on loopback too, any local user can listen on its port while the server is down or restarting, and read them"
-
-// CheckCredentialTransport refuses a bearer token over cleartext http://,
-// loopback included, unless tr allows it by name.
+// CheckCredentialTransport refuses a bearer token over cleartext http:// to
+// a host other than loopback, unless tr allows it by name. To loopback it
+// goes only to a port served by root or by us, which the client checks on
+// every connection (ClientOptions.VerifyLoopbackPeer).
 func CheckCredentialTransport(s Server, tr Transport) error {
-	if s.HTTPS || tr.AllowCleartextCredentials {
+	if s.HTTPS || s.Loopback || tr.AllowCleartextCredentials {
 		return nil
 	}
-	return usageError(ErrCleartextCapability, "refusing to send the bearer token over cleartext http:// ("+CleartextCredentialsMessage+
-		"); use https://, or --allow-cleartext-credentials to accept that")
+	return usageError(ErrCleartextCapability, "refusing to send the bearer token over cleartext http:// to a host other than loopback "+
+		"(anyone on the way can read it); use https://, or --allow-cleartext-credentials to accept that")
 }
 
 // Origin is the server's canonical origin, its identity on this host
@@ -94,16 +93,7 @@ func CheckCredentialTransport(s Server, tr Transport) error {
 // 127.0.0.0/8, ::1) one name, since they are one server. It may take two
 // servers for one (two base paths of one origin), never one for two.
 func (s Server) Origin() string {
-	rest := strings.TrimPrefix(strings.TrimPrefix(s.URL, "https://"), "http://")
-	hostport, _, _ := strings.Cut(rest, "/")
-	port := "80"
-	if s.HTTPS {
-		port = "443"
-	}
-	host := hostport
-	if i := strings.LastIndexByte(hostport, ':'); i >= 0 && !strings.HasSuffix(hostport, "]") {
-		host, port = hostport[:i], hostport[i+1:]
-	}
+	host, port := s.hostAndPort()
 	if isLoopbackHost(host) {
 		host = "loopback"
 	}
@@ -112,6 +102,29 @@ func (s Server) Origin() string {
 		scheme = "https"
 	}
 	return scheme + "://" + host + ":" + port
+}
+
+// hostPort is the address a request dials: host:port, the default port
+// written out.
+func (s Server) hostPort() string {
+	host, port := s.hostAndPort()
+	return host + ":" + port
+}
+
+// hostAndPort splits the URL's authority, IPv6 hosts keeping their
+// brackets, the scheme's default port filled in.
+func (s Server) hostAndPort() (host, port string) {
+	rest := strings.TrimPrefix(strings.TrimPrefix(s.URL, "https://"), "http://")
+	hostport, _, _ := strings.Cut(rest, "/")
+	port = "80"
+	if s.HTTPS {
+		port = "443"
+	}
+	host = hostport
+	if i := strings.LastIndexByte(hostport, ':'); i >= 0 && !strings.HasSuffix(hostport, "]") {
+		host, port = hostport[:i], hostport[i+1:]
+	}
+	return host, port
 }
 
 // ValidateServer parses raw like a WHATWG URL parser (the Rust url crate) for

@@ -60,6 +60,9 @@ func embeddedHold(c *cli.Context, kind, name, candidate string, env []string) (e
 		if err != nil {
 			return embedded{}, usageError{err.Error()}
 		}
+		if err := req.ProbeLoopbackPeer(c, lookupIn(env)); err != nil {
+			return embedded{}, usageError{err.Error()}
+		}
 		e.authority = srv.Origin()
 		return e, nil
 	}
@@ -90,6 +93,9 @@ func etcdIdentity(c *cli.Context, raw string, env []string, limit *time.Duration
 		return "", usageError{err.Error()}
 	}
 	defer a.Close()
+	if err := a.ProbeLoopbackPeers(); err != nil {
+		return "", usageError{err.Error()}
+	}
 	var giveUp <-chan time.Time
 	if limit != nil {
 		t := time.NewTimer(*limit)

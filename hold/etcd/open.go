@@ -61,12 +61,15 @@ func open(raw string, env hold.LookupEnv, tr hold.Transport, dial ...grpc.DialOp
 		return nil, err
 	}
 	_, withCredentials := env(envTokenFile)
-	if err := t.cleartextAllowed(tr, withCredentials); err != nil {
+	if t.verify, err = t.cleartextAllowed(tr, withCredentials); err != nil {
 		return nil, err
 	}
-	if t.unix {
-		// Last, so it is the dialer grpc uses (clientv3 appends ours last).
+	// Last, so it is the dialer grpc uses (clientv3 appends ours last).
+	switch {
+	case t.unix:
 		dial = append(dial, grpc.WithContextDialer(peerCheckedDial))
+	case t.verify:
+		dial = append(dial, grpc.WithContextDialer(verifiedTCPDial))
 	}
 	cfg := clientv3.Config{
 		Endpoints: t.clientEndpoints(),

@@ -180,3 +180,33 @@ func TestNamePrefixesNeverNest(t *testing.T) {
 	require.Equal(t, "/octostore/election/Xy_-9/", tg.namePrefix(hold.KindElection, "Xy_-9"))
 	require.NotEqual(t, tg.namePrefix(hold.KindLock, "a%2Fb"), ab, "an encoded-looking name is encoded again")
 }
+
+// Credentials go over cleartext etcd:// to loopback members only, each
+// connection checked (verify); to any other member only by name.
+func TestCleartextCredentialsRule(t *testing.T) {
+	for _, c := range []struct {
+		raw         string
+		tr          hold.Transport
+		credentials bool
+		verify      bool
+		refusal     string
+	}{
+		{"etcd://127.0.0.1,localhost:2479,[::1]", hold.Transport{}, true, true, ""},
+		{"etcd://127.0.0.1", hold.Transport{}, false, false, ""},
+		{"etcd://127.0.0.1", hold.Transport{AllowCleartextCredentials: true}, true, false, ""},
+		{"etcds://127.0.0.1", hold.Transport{}, true, false, ""},
+		{"etcd://127.0.0.1,10.0.0.2", hold.Transport{AllowInsecureHTTP: true}, true, false, "over cleartext etcd:// to non-loopback member 10.0.0.2:2379"},
+		{"etcd://10.0.0.2", hold.Transport{AllowInsecureHTTP: true, AllowCleartextCredentials: true}, true, false, ""},
+		{"etcd://10.0.0.2", hold.Transport{}, false, false, "refusing cleartext etcd:// to non-loopback member 10.0.0.2:2379"},
+	} {
+		tg, err := parseTarget(c.raw)
+		require.NoError(t, err)
+		verify, err := tg.cleartextAllowed(c.tr, c.credentials)
+		if c.refusal != "" {
+			require.ErrorContains(t, err, c.refusal, c.raw)
+			continue
+		}
+		require.NoError(t, err, c.raw)
+		require.Equal(t, c.verify, verify, c.raw)
+	}
+}

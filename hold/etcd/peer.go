@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"strings"
+
+	"github.com/octostore-supervisor/supervisor/hold"
 )
 
 // peerCheckedDial connects to an etcd+unix:// member and hands the
@@ -32,30 +34,85 @@ func peerCheckedDial(ctx context.Context, addr string) (net.Conn, error) {
 	return c, nil
 }
 
-// refusedPeers says which unix-socket members peerCheckedDial refuses, for
-// an error that would otherwise say only that no member answered in time
-// (gRPC keeps a dialer's reason to itself); "" when none is.
+// verifiedTCPDial connects to an etcd:// loopback member and hands the
+// connection to the client only when root or we serve its port
+// (hold.VerifyLoopbackPeer): the credentials go on no other.
+func verifiedTCPDial(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return hold.VerifyLoopbackPeer(c)
+}
+
+// dialChecked is the checked dialer for t's members; nil when t's members
+// are not checked.
+func (t target) dialChecked() func(context.Context, string) (net.Conn, error) {
+	switch {
+	case t.unix:
+		return func(ctx context.Context, p string) (net.Conn, error) { return peerCheckedDial(ctx, "unix://"+p) }
+	case t.verify:
+		return verifiedTCPDial
+	}
+	return nil
+}
+
+// refusedPeers says which members the checked dialers refuse, for an error
+// that would otherwise say only that no member answered in time (gRPC keeps
+// a dialer's reason to itself); "" when none is.
 func (t target) refusedPeers() string {
-	if !t.unix {
+	why := t.refusals()
+	if len(why) == 0 {
 		return ""
 	}
-	var why []string
-	for _, p := range t.endpoints {
+	msgs := make([]string, len(why))
+	for i, e := range why {
+		msgs[i] = e.Error()
+	}
+	return " (" + strings.Join(msgs, "; ") + ")"
+}
+
+// refusals dials each member once through the checked dialer and returns
+// the refusals (*refusedPeer, *hold.UntrustedListener).
+func (t target) refusals() []error {
+	dial := t.dialChecked()
+	if dial == nil {
+		return nil
+	}
+	var why []error
+	for _, ep := range t.endpoints {
 		ctx, cancel := context.WithTimeout(context.Background(), attemptCap)
-		c, err := peerCheckedDial(ctx, "unix://"+p)
+		c, err := dial(ctx, ep)
 		cancel()
 		if c != nil {
 			c.Close()
 		}
 		var refused *refusedPeer
-		if errors.As(err, &refused) {
-			why = append(why, refused.Error())
+		var untrusted *hold.UntrustedListener
+		if errors.As(err, &refused) || errors.As(err, &untrusted) {
+			why = append(why, err)
 		}
 	}
-	if len(why) == 0 {
-		return ""
+	return why
+}
+
+// ProbeLoopbackPeers refuses, as a usage error before anything starts, a
+// cluster one of whose etcd:// loopback members is served by another user,
+// when credentials would go to it; members nobody serves are the hold's to
+// meet. Every connection is checked again when it is made.
+func (a *Authority) ProbeLoopbackPeers() error {
+	if !a.t.verify {
+		return nil
 	}
-	return " (" + strings.Join(why, "; ") + ")"
+	for _, err := range a.t.refusals() {
+		var u *hold.UntrustedListener
+		if errors.As(err, &u) {
+			return &hold.UsageError{Msg: hold.LoopbackCredentialsRefusal("etcd credentials ("+envTokenFile+")", "etcd://", u,
+				"use etcds:// (TLS), etcd+unix:// (a unix socket served by root or by us)"), Class: hold.ErrCleartextCapability}
+		}
+	}
+	return nil
 }
 
 // checkPeer refuses a unix socket served by another user than root or us.

@@ -21,7 +21,10 @@ type target struct {
 	tls bool
 	// unix: the members are unix sockets (etcd+unix://), whose endpoints
 	// are absolute paths.
-	unix      bool
+	unix bool
+	// verify: credentials go over cleartext to loopback members, each
+	// connection checked (cleartextAllowed).
+	verify    bool
 	endpoints []string // host:port, hosts lower-cased, IPv6 in brackets; or socket paths
 	prefix    string   // starts with '/', no trailing '/'
 }
@@ -159,28 +162,35 @@ func parsePrefix(path string) (string, error) {
 }
 
 // cleartextAllowed: etcd:// sends user:password and every key in the clear,
-// so only loopback members are accepted without --allow-insecure-http, and
-// credentials go nowhere over it, loopback included, without
-// --allow-cleartext-credentials. A unix socket is not TCP: its server is
-// checked instead (peerCheckedDial).
-func (t target) cleartextAllowed(tr hold.Transport, credentials bool) error {
+// so only loopback members are accepted without --allow-insecure-http.
+// Credentials go over it, without --allow-cleartext-credentials, only to
+// loopback members, and then only on connections that root or we serve:
+// verify asks for that check (verifiedTCPDial). A unix socket is not TCP:
+// its server is checked instead (peerCheckedDial).
+func (t target) cleartextAllowed(tr hold.Transport, credentials bool) (verify bool, err error) {
 	if t.tls || t.unix {
-		return nil
+		return false, nil
 	}
-	if credentials && !tr.AllowCleartextCredentials {
-		return &hold.UsageError{Msg: "refusing to send etcd credentials (" + envTokenFile + ") over cleartext etcd:// (" + hold.CleartextCredentialsMessage +
-			"); use etcds:// (TLS), etcd+unix:// (a unix socket served by root or by us), or --allow-cleartext-credentials to accept that", Class: hold.ErrCleartextCapability}
-	}
-	if tr.AllowInsecureHTTP {
-		return nil
-	}
+	verify = credentials && !tr.AllowCleartextCredentials
 	for _, ep := range t.endpoints {
-		host, _, _ := net.SplitHostPort(ep)
-		if a, err := netip.ParseAddr(host); (err == nil && a.IsLoopback()) || host == "localhost" {
+		if isLoopback(ep) {
 			continue
 		}
-		return &hold.UsageError{Msg: "refusing cleartext etcd:// to non-loopback member " + ep +
-			"; use etcds:// (TLS), loopback members, or --allow-insecure-http for development", Class: hold.ErrCleartextCapability}
+		if verify {
+			return false, &hold.UsageError{Msg: "refusing to send etcd credentials (" + envTokenFile + ") over cleartext etcd:// to non-loopback member " + ep +
+				" (anyone on the way can read them); use etcds:// (TLS), or --allow-cleartext-credentials to accept that", Class: hold.ErrCleartextCapability}
+		}
+		if !tr.AllowInsecureHTTP {
+			return false, &hold.UsageError{Msg: "refusing cleartext etcd:// to non-loopback member " + ep +
+				"; use etcds:// (TLS), loopback members, or --allow-insecure-http for development", Class: hold.ErrCleartextCapability}
+		}
 	}
-	return nil
+	return verify, nil
+}
+
+// isLoopback: a member named by a loopback IP or "localhost".
+func isLoopback(endpoint string) bool {
+	host, _, _ := net.SplitHostPort(endpoint)
+	a, err := netip.ParseAddr(host)
+	return (err == nil && a.IsLoopback()) || host == "localhost"
 }

@@ -1,6 +1,7 @@
 package holdcli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -71,7 +72,7 @@ func resolveTarget(c *cli.Context, env hold.LookupEnv, kind hold.Kind, capabilit
 			return target{}, usage(err.Error())
 		}
 		// Every lock command sends the bearer token (open); without one it
-		// fails there, saying so.
+		// fails there, saying so. To loopback, open checks who serves it.
 		if kind == hold.KindLock && hold.TokenConfigured(env) {
 			if err := hold.CheckCredentialTransport(t.server, Transport(c)); err != nil {
 				return target{}, usage(err.Error())
@@ -115,25 +116,57 @@ func (t target) open(c *cli.Context, env hold.LookupEnv, in io.Reader, stderr io
 	if v, ok := env("OCTOSTORE_CA_BUNDLE"); ok {
 		ca = &v
 	}
+	verify := t.verifiesLoopbackPeer(c)
 	client, err := hold.NewClient(hold.ClientOptions{Server: t.server, CapabilityBearing: t.capability,
-		ConnectTimeout: t.connect, RequestTimeout: t.request, CABundle: ca})
+		ConnectTimeout: t.connect, RequestTimeout: t.request, CABundle: ca, VerifyLoopbackPeer: verify})
 	if err != nil {
 		return nil, usage(err.Error())
 	}
-	var token string
-	if t.kind == hold.KindLock {
-		var warning string
-		if token, warning, err = hold.LoadToken(env, in); err != nil {
-			client.CloseIdleConnections()
-			return nil, usage(err.Error())
-		}
-		if warning != "" {
-			fmt.Fprintf(stderr, "octostore: %s\n", warning)
-		}
+	token, err := t.loadToken(env, in, stderr)
+	if err == nil && verify {
+		err = probeLoopbackPeer(client, t.connect)
+	}
+	if err != nil {
+		client.CloseIdleConnections()
+		return nil, err
 	}
 	a := hold.NewHTTPAuthority(client, token)
 	a.DefaultServer = t.defaulted
 	return a, nil
+}
+
+// loadToken is a lock command's bearer token ("" for other commands),
+// printing the loader's warning.
+func (t target) loadToken(env hold.LookupEnv, in io.Reader, stderr io.Writer) (string, error) {
+	if t.kind != hold.KindLock {
+		return "", nil
+	}
+	token, warning, err := hold.LoadToken(env, in)
+	if err != nil {
+		return "", usage(err.Error())
+	}
+	if warning != "" {
+		fmt.Fprintf(stderr, "octostore: %s\n", warning)
+	}
+	return token, nil
+}
+
+// verifiesLoopbackPeer: every lock command sends the bearer token, to a
+// cleartext loopback server only over connections that root or we serve.
+func (t target) verifiesLoopbackPeer(c *cli.Context) bool {
+	return t.kind == hold.KindLock && t.server.Loopback && !t.server.HTTPS && !Transport(c).AllowCleartextCredentials
+}
+
+// probeLoopbackPeer refuses, with 64 before anything starts, a loopback
+// server whose port another user serves.
+func probeLoopbackPeer(client *hold.Client, connect time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), connect)
+	defer cancel()
+	var u *hold.UntrustedListener
+	if err := client.ProbeLoopbackPeer(ctx); errors.As(err, &u) {
+		return usage(hold.LoopbackCredentialsRefusal("the bearer token", "http://", u, "use https://"))
+	}
+	return nil
 }
 
 func openLocal(c *cli.Context, env hold.LookupEnv, raw string) (hold.Authority, error) {

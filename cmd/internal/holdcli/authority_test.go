@@ -90,8 +90,9 @@ func TestHoldFlagsArgsRoundTrip(t *testing.T) {
 	}{
 		{hold.KindElection, "agent-a", nil, ""},
 		{hold.KindElection, "agent-a", []string{"--server", "local", "--ttl", "60", "--acquire-timeout", "1500ms"}, ""},
-		{hold.KindLock, "", []string{"--server", "http://127.0.0.1:9", "--ttl", "3600", "--allow-insecure-http", "--allow-cleartext-credentials"}, ""},
-		{hold.KindLock, "", []string{"--server", "http://127.0.0.1:9"}, "refusing to send the bearer token over cleartext http://"},
+		{hold.KindLock, "", []string{"--server", "http://127.0.0.1:9", "--ttl", "3600"}, ""},
+		{hold.KindLock, "", []string{"--server", "http://example.invalid", "--allow-insecure-http"}, "refusing to send the bearer token over cleartext http:// to a host other than loopback"},
+		{hold.KindLock, "", []string{"--server", "http://example.invalid", "--allow-insecure-http", "--allow-cleartext-credentials"}, ""},
 		{hold.KindElection, "agent-a", []string{"--server", "etcd://127.0.0.1:2379,127.0.0.1:2479/team", "--ttl", "10"}, ""},
 		{hold.KindLock, "", []string{"--server", "file:///srv/locks", "--acquire-timeout", "0"}, ""},
 		{hold.KindElection, "agent-a", []string{"--ttl", "4"}, "TTL must be between 5 and 300 seconds"},

@@ -26,6 +26,9 @@ func openEtcd(raw string, env hold.LookupEnv, tr hold.Transport, diag io.Writer)
 	if err != nil {
 		return nil, err
 	}
+	if err := a.ProbeLoopbackPeers(); err != nil {
+		return nil, err
+	}
 	// election create and status pass no writer: keep Open's os.Stderr (a
 	// nil Diag panics on the first diagnostic, e.g. the old-server warning).
 	if diag != nil {

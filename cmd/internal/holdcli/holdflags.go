@@ -78,6 +78,25 @@ func HoldFlags(c *cli.Context, kind hold.Kind, candidate string, env hold.Lookup
 	return r, nil
 }
 
+// ProbeLoopbackPeer refuses, with 64 before anything starts, a lock's
+// cleartext loopback server whose port another user serves, when a token
+// would go to it: what the hold would refuse when it opens the authority,
+// for a caller (the supervisor's embedded hold) that must refuse first. An
+// etcd:// cluster is probed where it is opened (etcd.Authority's
+// ProbeLoopbackPeers).
+func (r HoldRequest) ProbeLoopbackPeer(c *cli.Context, env hold.LookupEnv) error {
+	t := r.target
+	if t.local || t.etcd != "" || !t.verifiesLoopbackPeer(c) || !hold.TokenConfigured(env) {
+		return nil
+	}
+	client, err := hold.NewClient(hold.ClientOptions{Server: t.server, CapabilityBearing: true, ConnectTimeout: t.connect, VerifyLoopbackPeer: true})
+	if err != nil {
+		return usage(err.Error())
+	}
+	defer client.CloseIdleConnections()
+	return probeLoopbackPeer(client, t.connect)
+}
+
 // Args is the octostore command line (without the program) that runs this
 // request for name with JSONL output.
 func (r HoldRequest) Args(name string) []string {

@@ -60,8 +60,8 @@ func TestLockHoldUsage(t *testing.T) {
 		{nil, []string{"octostore", "lock", "hold", "n", "--acquire-timeout", "25h"}, "24h"},
 		{nil, []string{"octostore", "lock", "hold", "n"}, "lock commands require --server or OCTOSTORE_URL"},
 		{map[string]string{"OCTOSTORE_URL": "http://127.0.0.1:1"}, []string{"octostore", "lock", "hold", "n"}, "lock commands require OCTOSTORE_TOKEN_FILE or OCTOSTORE_TOKEN"},
-		{map[string]string{"OCTOSTORE_URL": "http://127.0.0.1:1", "OCTOSTORE_TOKEN_FILE": loose}, []string{"octostore", "lock", "hold", "n", "--allow-cleartext-credentials"}, looseTokenRefusal},
-		{map[string]string{"OCTOSTORE_URL": "http://127.0.0.1:1", "OCTOSTORE_TOKEN_FILE": loose}, []string{"octostore", "lock", "hold", "n"}, "refusing to send the bearer token over cleartext http://"},
+		{map[string]string{"OCTOSTORE_URL": "http://127.0.0.1:1", "OCTOSTORE_TOKEN_FILE": loose}, []string{"octostore", "lock", "hold", "n"}, looseTokenRefusal},
+		{map[string]string{"OCTOSTORE_URL": "http://example.invalid", "OCTOSTORE_TOKEN_FILE": loose}, []string{"octostore", "lock", "hold", "n", "--allow-insecure-http"}, "refusing to send the bearer token over cleartext http:// to a host other than loopback"},
 		{nil, []string{"octostore", "lock", "status", "n"}, "lock commands require --server or OCTOSTORE_URL"},
 	} {
 		env := func(k string) (string, bool) { v, ok := c.env[k]; return v, ok }

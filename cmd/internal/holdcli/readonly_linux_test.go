@@ -37,10 +37,6 @@ func envOf(m map[string]string) func(string) (string, bool) {
 
 // runCLI runs the command in-process (create and status only: they install
 // no signal handlers and return).
-// clearCredentials lets a lock command send its token to the fake server on
-// loopback, in cleartext.
-const clearCredentials = "--allow-cleartext-credentials"
-
 func runCLI(env map[string]string, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	code := runTest(append([]string{"octostore"}, args...), envOf(env), &out, &errb)
@@ -141,26 +137,26 @@ func TestLockStatusOutput(t *testing.T) {
 	url, tokenFile := lockAuthority(t)
 	env := map[string]string{"OCTOSTORE_URL": url, "OCTOSTORE_TOKEN_FILE": tokenFile}
 
-	code, out, errb := runCLI(env, "lock", "status", "repo/x", clearCredentials)
+	code, out, errb := runCLI(env, "lock", "status", "repo/x")
 	require.Equal(t, 0, code, errb)
 	require.Empty(t, errb)
 	require.Regexp(t, template("repo/x · free · term <N> · authority "+url+"\n"), out)
-	code, out, _ = runCLI(env, "lock", "status", "repo/x", "--json", clearCredentials)
+	code, out, _ = runCLI(env, "lock", "status", "repo/x", "--json")
 	require.Equal(t, 0, code)
 	require.Regexp(t, template(`{"expires_at":null,"fencing_token":<N>,"holder_id":null,"metadata":null,"name":"repo/x","status":"free"}`+"\n"), out)
 
 	acquireLock(t, url, "repo/x")
-	code, out, _ = runCLI(env, "lock", "status", "repo/x", clearCredentials)
+	code, out, _ = runCLI(env, "lock", "status", "repo/x")
 	require.Equal(t, 0, code)
 	require.Regexp(t, template("repo/x · held · term <N> · authority "+url+"\n"), out)
-	code, out, _ = runCLI(env, "lock", "status", "repo/x", "--json", clearCredentials)
+	code, out, _ = runCLI(env, "lock", "status", "repo/x", "--json")
 	require.Equal(t, 0, code)
 	require.Regexp(t, template(`{"expires_at":"<TS>","fencing_token":<N>,"holder_id":"<HOLDER>","metadata":null,"name":"repo/x","status":"held"}`+"\n"), out)
 
 	// A server reflecting the bearer token into the status fields: every
 	// string value is redacted.
 	control(t, "POST", url+"/__control/faults", `{"route":"lock_status","kind":"reflect_token","count":1}`)
-	code, out, errb = runCLI(env, "lock", "status", "repo/x", "--json", clearCredentials)
+	code, out, errb = runCLI(env, "lock", "status", "repo/x", "--json")
 	require.Equal(t, 0, code, errb)
 	require.Regexp(t, template(`{"expires_at":"<TS>","fencing_token":<N>,"holder_id":"[REDACTED]","metadata":"[REDACTED]","name":"repo/x","status":"held"}`+"\n"), out)
 	require.NotContains(t, out+errb, readToken)
@@ -182,10 +178,10 @@ func TestReadCommandsValidateBeforeRequests(t *testing.T) {
 		{map[string]string{"OCTOSTORE_CA_BUNDLE": ""}, []string{"election", "watch", "room-0001", "--server", url}, "could not read OCTOSTORE_CA_BUNDLE"},
 		{nil, []string{"election", "watch", "room-0001", "--server", url, "--request-timeout", "1.5s"}, "invalid duration '1.5s'"},
 		{map[string]string{"OCTOSTORE_URL": url}, []string{"lock", "status", "repo/x"}, "lock commands require OCTOSTORE_TOKEN_FILE or OCTOSTORE_TOKEN"},
-		{map[string]string{"OCTOSTORE_URL": url, "OCTOSTORE_TOKEN_FILE": loose}, []string{"lock", "watch", "repo/x", clearCredentials}, "owner-only permissions"},
+		{map[string]string{"OCTOSTORE_URL": url, "OCTOSTORE_TOKEN_FILE": loose}, []string{"lock", "watch", "repo/x"}, "owner-only permissions"},
 		// Server and timeouts are checked before the token.
-		{map[string]string{"OCTOSTORE_TOKEN_FILE": tokenFile}, []string{"lock", "watch", "repo/x", "--server", url, clearCredentials, "--connect-timeout", "0"}, "timeouts must be greater than zero"},
-		{map[string]string{"OCTOSTORE_URL": url, "OCTOSTORE_TOKEN_FILE": tokenFile}, []string{"lock", "status", "repo/x", "--json", clearCredentials, "--bogus"}, "flag provided but not defined"},
+		{map[string]string{"OCTOSTORE_TOKEN_FILE": tokenFile}, []string{"lock", "watch", "repo/x", "--server", url, "--connect-timeout", "0"}, "timeouts must be greater than zero"},
+		{map[string]string{"OCTOSTORE_URL": url, "OCTOSTORE_TOKEN_FILE": tokenFile}, []string{"lock", "status", "repo/x", "--json", "--bogus"}, "flag provided but not defined"},
 	} {
 		code, out, errb := runCLI(c.env, c.args...)
 		require.Equal(t, 64, code, "%v: %s", c.args, errb)
@@ -247,12 +243,12 @@ func TestWatchCommands(t *testing.T) {
 		{"election human SIGTERM", map[string]string{"OCTOSTORE_URL": url}, []string{"election", "watch", id},
 			[]string{"election " + id + " · vacant · authority " + url, "election " + id + " · vacant · authority " + url},
 			syscall.SIGTERM, 143},
-		{"lock json SIGTERM", lockEnv, []string{"lock", "watch", "repo/x", "--json", clearCredentials},
+		{"lock json SIGTERM", lockEnv, []string{"lock", "watch", "repo/x", "--json"},
 			[]string{
 				`{"schema_version":1,"sequence":1,"event":"snapshot","kind":"lock","name":"repo/x","server":"` + url + `","snapshot":{"expires_at":"<TS>","fencing_token":<N>,"holder_id":"<HOLDER>","metadata":null,"name":"repo/x","status":"held"},"observed_at":"<TS>"}`,
 				`{"schema_version":1,"sequence":2,"event":"snapshot","kind":"lock","name":"repo/x","server":"` + url + `","snapshot":{"expires_at":"<TS>","fencing_token":<N>,"holder_id":"<HOLDER>","metadata":null,"name":"repo/x","status":"held"},"observed_at":"<TS>"}`,
 			}, syscall.SIGTERM, 143},
-		{"lock human SIGINT", lockEnv, []string{"lock", "watch", "repo/x", clearCredentials},
+		{"lock human SIGINT", lockEnv, []string{"lock", "watch", "repo/x"},
 			[]string{"lock repo/x · held · authority " + url, "lock repo/x · held · authority " + url},
 			syscall.SIGINT, 130},
 	} {

@@ -41,8 +41,8 @@ func TestReadCommandUsage(t *testing.T) {
 		{nil, []string{"octostore", "lock", "status", "n"}, "lock commands require --server or OCTOSTORE_URL"},
 		{nil, []string{"octostore", "lock", "watch", "n", "--server", "http://example.com"}, "refusing to send a secret capability over cleartext HTTP"},
 		{map[string]string{"OCTOSTORE_URL": "http://127.0.0.1:1"}, []string{"octostore", "lock", "watch", "n"}, "lock commands require OCTOSTORE_TOKEN_FILE or OCTOSTORE_TOKEN"},
-		{map[string]string{"OCTOSTORE_URL": "http://127.0.0.1:1", "OCTOSTORE_TOKEN": " "}, []string{"octostore", "lock", "status", "n", "--allow-cleartext-credentials"}, "bearer token is empty"},
-		{map[string]string{"OCTOSTORE_URL": "http://127.0.0.1:1", "OCTOSTORE_TOKEN": "t"}, []string{"octostore", "lock", "status", "n"}, "refusing to send the bearer token over cleartext http://"},
+		{map[string]string{"OCTOSTORE_URL": "http://127.0.0.1:1", "OCTOSTORE_TOKEN": " "}, []string{"octostore", "lock", "status", "n"}, "bearer token is empty"},
+		{map[string]string{"OCTOSTORE_URL": "http://example.invalid", "OCTOSTORE_TOKEN": "t"}, []string{"octostore", "lock", "status", "n", "--allow-insecure-http"}, "refusing to send the bearer token over cleartext http:// to a host other than loopback"},
 	} {
 		env := func(k string) (string, bool) { v, ok := c.env[k]; return v, ok }
 		var out, errb bytes.Buffer

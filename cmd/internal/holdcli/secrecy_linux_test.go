@@ -159,7 +159,7 @@ func TestBearerTokenNeverPrinted(t *testing.T) {
 			acquireLock(t, url, "repo/x")
 			control(t, "POST", url+"/__control/faults", c.faults)
 			env := map[string]string{"OCTOSTORE_URL": url, "OCTOSTORE_TOKEN_FILE": tokenFile}
-			p := startCLI(t, env, append(c.args, clearCredentials)...)
+			p := startCLI(t, env, c.args...)
 			argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.cmd.Process.Pid))
 			var out []string
 			if c.watch {

@@ -187,8 +187,7 @@ func holdArgs(t *testing.T, url, tokenFile, kind string, extra ...string) ([]str
 		id := sigElection(t, url)
 		return append([]string{"election", "hold", id, "--candidate", "agent-a", "--ttl", "30", "--json", "--server", url}, extra...), nil, id
 	}
-	// The fake server is on loopback: the token goes in cleartext by name.
-	return append([]string{"lock", "hold", "sig-lock", "--ttl", "30", "--json", "--server", url, "--allow-cleartext-credentials"}, extra...),
+	return append([]string{"lock", "hold", "sig-lock", "--ttl", "30", "--json", "--server", url}, extra...),
 		map[string]string{"OCTOSTORE_TOKEN_FILE": tokenFile}, "sig-lock"
 }
 

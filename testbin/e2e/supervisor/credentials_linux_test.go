@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,9 +22,11 @@ import (
 	"github.com/octostore-supervisor/supervisor/internal/testkit/proctest"
 )
 
-// Issue 32, finding 5: credentials never go over cleartext TCP, loopback
-// included, unless --allow-cleartext-credentials says so; a unix socket
-// served by root or by us is the local alternative.
+// Issue 32, finding 5, and issue 42: credentials go over cleartext TCP to a
+// loopback port only when root or we serve it, judged on the very
+// connection they would go on; to anything else only with
+// --allow-cleartext-credentials. A unix socket served by root or by us is
+// the other local way.
 
 // etcdPassword is the root password of the clusters these tests enable
 // authentication on.
@@ -94,10 +97,10 @@ func octostoreCmd(t *testing.T, limit time.Duration, env []string, args ...strin
 // A member's loopback port is free (the member is down or restarting) and
 // nobody listens there, relaying to the cluster. Neither `octostore lock
 // hold` nor the supervisor's embedded hold may send etcd's user and password
-// through it: both exit 64 before connecting, naming the fix. Before: the
-// relay logged the password, and the hold acquired through it. With
-// --allow-cleartext-credentials the user accepts that by name: the run goes
-// through the relay, which logs the password (the test bites).
+// through it: both exit 64 before sending a byte, naming who serves the port
+// and the fix. With --allow-cleartext-credentials the user accepts that by
+// name: the run goes through the relay, which logs the password (the test
+// bites).
 func TestEtcdCredentialsRefusedOverCleartextLoopback(t *testing.T) {
 	t.Parallel()
 	srv := etcdServer(t)
@@ -106,7 +109,7 @@ func TestEtcdCredentialsRefusedOverCleartextLoopback(t *testing.T) {
 	relay := freeLoopbackPort(t)
 	log := relayAsNobody(t, relay, c.Member(0).ClientAddr())
 	refusedThroughRelay(t, "etcd://"+relay+"/t32", append(etcdEnv(srv), "OCTOSTORE_TOKEN_FILE="+creds), log,
-		"refusing to send etcd credentials (OCTOSTORE_TOKEN_FILE) over cleartext etcd://", etcdPassword)
+		"refusing to send etcd credentials (OCTOSTORE_TOKEN_FILE) over cleartext etcd://: "+relay+squatted, etcdPassword)
 }
 
 // The same for a bearer token over http:// to the fake server on loopback.
@@ -116,7 +119,45 @@ func TestBearerTokenRefusedOverCleartextLoopback(t *testing.T) {
 	relay := freeLoopbackPort(t)
 	log := relayAsNobody(t, relay, strings.TrimPrefix(server, "http://"))
 	refusedThroughRelay(t, "http://"+relay, []string{"OCTOSTORE_TOKEN=t-e2e"}, log,
-		"refusing to send the bearer token over cleartext http://", "Bearer t-e2e")
+		"refusing to send the bearer token over cleartext http://: "+relay+squatted, "Bearer t-e2e")
+}
+
+// squatted is how a refusal names nobody's listener, the test running as root.
+var squatted = fmt.Sprintf(" is served by uid %d, neither root nor us (uid 0)", nobody)
+
+// Upstream's set-up: a server on a loopback port, served by root or by the
+// user itself. The token goes to it without any flag: a lock hold of root
+// on the cluster root runs, and one of nobody's on root's server and on a
+// cluster of root's (etcd://127.0.0.1 with user:password).
+func TestCredentialsGoToALoopbackPortOfRootOrOurs(t *testing.T) {
+	t.Parallel()
+	server := startAuthority(t)
+	srv := etcdServer(t)
+	c := etcdtest.Start(t, etcdtest.Options{Server: srv})
+	creds, _ := withEtcdAuth(t, c)
+	readable := filepath.Join(t.TempDir(), "creds")
+	require.NoError(t, os.Chmod(filepath.Dir(readable), 0o711))
+	require.NoError(t, os.Chmod(filepath.Dir(filepath.Dir(readable)), 0o711))
+	require.NoError(t, os.WriteFile(readable, []byte("root:"+etcdPassword+"\n"), 0o600))
+	require.NoError(t, os.Chown(readable, int(nobody), int(nobody)))
+	for _, run := range []struct {
+		name   string
+		uid    uint32
+		env    []string
+		server string
+	}{
+		{"http, ours", 0, []string{"OCTOSTORE_TOKEN=t-e2e"}, server},
+		{"http, root's for nobody", nobody, []string{"OCTOSTORE_TOKEN=t-e2e"}, server},
+		{"etcd, ours", 0, append(etcdEnv(srv), "OCTOSTORE_TOKEN_FILE="+creds), c.URL("/t42")},
+		{"etcd, root's for nobody", nobody, append(etcdEnv(srv), "OCTOSTORE_TOKEN_FILE="+readable), c.URL("/t42")},
+	} {
+		t.Run(run.name, func(t *testing.T) {
+			r := startLocal(t, sc{env: run.env, uid: run.uid}, "lock", "jobs-"+strconv.Itoa(int(run.uid)), "-", "--server", run.server, "--ttl", "10")
+			r.waitEvent("acquired", bound)
+			require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
+			require.Equal(t, 143, r.wait(bound), r.stderr())
+		})
+	}
 }
 
 // refusedThroughRelay requires `octostore lock hold` and a supervised lock

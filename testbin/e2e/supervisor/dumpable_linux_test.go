@@ -71,9 +71,9 @@ func requireHoldSealed(t *testing.T, explicit bool) {
 	args := append([]string{"lock"}, containmentFlags()...)
 	// The fake server is on loopback: the token goes in cleartext by name.
 	if explicit {
-		args = append(args, "repo/issue-10", "-", worker, "--", bins.octostore, "lock", "hold", "repo/issue-10", "--json", "--server", url, "--allow-cleartext-credentials")
+		args = append(args, "repo/issue-10", "-", worker, "--", bins.octostore, "lock", "hold", "repo/issue-10", "--json", "--server", url)
 	} else {
-		args = append(args, "--server", url, "--allow-cleartext-credentials", "repo/issue-10", "-", worker)
+		args = append(args, "--server", url, "repo/issue-10", "-", worker)
 	}
 	cmd := exec.Command(bins.sup, args...)
 	cmd.Env = localEnv("TMPDIR="+dir, "OCTOSTORE_TOKEN=t-e2e", "HOME="+dir)

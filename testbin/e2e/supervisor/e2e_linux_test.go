@@ -102,7 +102,7 @@ func TestEndToEndLockRealHold(t *testing.T) {
 	name := "repo/octostore/issue-7"
 	// TTL 8: the supervisor's deadline (budget 6.4 s - grace - 250 ms) must fall after
 	// the hold's first renewal (about TTL/2); a TTL of 4 puts it before.
-	hold := []string{bins.octostore, "lock", "hold", name, "--ttl", "8", "--json", "--server", url, "--allow-cleartext-credentials"}
+	hold := []string{bins.octostore, "lock", "hold", name, "--ttl", "8", "--json", "--server", url}
 	a := startRaw(t, sc{worker: "--term-exits --grandchild-setsid --env-out {dir}/env"}, "lock", name, "-", hold)
 	a.waitEvent("acquired", 10*time.Second)
 	b := startRaw(t, sc{worker: "--term-exits --child"}, "lock", name, "-", hold)
