@@ -15,6 +15,10 @@ type Isolation struct {
 	// User runs the worker under another identity, with no supplementary
 	// groups, so it can signal, ptrace and open nothing of ours.
 	User *WorkerUser `json:"user,omitempty"`
+	// CleanEnv gives a worker of our own user the fresh environment a
+	// --worker-user worker gets (--clean-env); nil keeps ours (without the
+	// holder's secrets). With User, User's own applies.
+	CleanEnv *FreshEnv `json:"clean_env,omitempty"`
 	// PrivatePids makes the worker's tree a PID namespace of its own, with
 	// its own /proc: it sees and signals only itself, and when the
 	// namespace's init dies the kernel kills everything left in it.
@@ -75,14 +79,8 @@ type WorkerUser struct {
 	Name string `json:"name"`
 	Uid  uint32 `json:"uid"`
 	Gid  uint32 `json:"gid"`
-	// Login, Home and Shell are the user database's: the worker's USER and
-	// LOGNAME, HOME and SHELL in its reset environment (environ).
-	Login string `json:"login,omitempty"`
-	Home  string `json:"home,omitempty"`
-	Shell string `json:"shell,omitempty"`
-	// Pass names the supervisor's variables the worker gets beside its reset
-	// environment (--worker-env).
-	Pass []string `json:"pass,omitempty"`
+	// FreshEnv is the worker's reset environment for this user.
+	FreshEnv
 	// Share lets other live runs of this host run their workers as this user
 	// too, when they also say so (--share-worker-user); otherwise a run
 	// refuses a user another one uses (claimWorkerUser).
@@ -170,7 +168,7 @@ func resolveWorkerUser(spec string) (*WorkerUser, error) {
 	case gid == 0:
 		return nil, fmt.Errorf("group 0 (root) would let the worker reach root's group-owned files; name another group")
 	}
-	return &WorkerUser{Name: name, Uid: uid, Gid: gid, Login: u.Username, Home: u.HomeDir, Shell: loginShell(u.Username)}, nil
+	return &WorkerUser{Name: name, Uid: uid, Gid: gid, FreshEnv: FreshEnv{Login: u.Username, Home: u.HomeDir, Shell: loginShell(u.Username)}}, nil
 }
 
 // lookupUser finds a user by name, else by uid.

@@ -45,7 +45,7 @@ func Run(ctx context.Context, cfg RunConfig) int {
 	_ = platform.SetNonDumpable()
 
 	e := runEnd{code: ExitSoftware, began: time.Now()}
-	l, name, err := launchGuardian(msg{WorkerArgv: cfg.Argv, WorkerEnv: cfg.Isolation.User.environ(cfg.Env), Ungated: true, Backend: &cfg.Backend,
+	l, name, err := launchGuardian(msg{WorkerArgv: cfg.Argv, WorkerEnv: cfg.Isolation.workerEnviron(cfg.Env), Ungated: true, Backend: &cfg.Backend,
 		Isolation: &cfg.Isolation, NoNewPrivs: cfg.NoNewPrivs,
 		GraceMs: cfg.Grace.Milliseconds(), ProofMs: cfg.ProofBound.Milliseconds(), Stats: true}, nil, nil, os.Stdout, cfg.Isolation.kept(), holdStart{})
 	if err != nil {

@@ -98,7 +98,7 @@ func openHost(cfg Config, events, workerOut *os.File, keep []*os.File) (host, er
 	}
 	keep = append(keep, cfg.Isolation.kept()...)
 	h.link, h.runName, err = launchGuardian(msg{Argv: argv, Env: env,
-		WorkerArgv: []string{cfg.Worker}, WorkerEnv: cfg.Isolation.User.environ(workerEnv(cfg.Env)), Isolation: &cfg.Isolation,
+		WorkerArgv: []string{cfg.Worker}, WorkerEnv: cfg.Isolation.workerEnviron(workerEnv(cfg.Env)), Isolation: &cfg.Isolation,
 		Backend: &cfg.Backend, GraceMs: cfg.Grace.Milliseconds(), ProofMs: cfg.ProofBound.Milliseconds(), Stats: cfg.Backend.Limited},
 		holdIn, events, workerOut, keep, holdStart{embedded: cfg.EmbeddedHold, light: cfg.LightHold, image: cfg.holdImage})
 	if h.link == nil {

@@ -51,7 +51,7 @@ func TestUserManagerDetected(t *testing.T) {
 // the fix named, unless accepted; without systemd nothing is looked for.
 func TestCheckUserManagerRefuses(t *testing.T) {
 	root := t.TempDir()
-	u := &WorkerUser{Name: "alice", Uid: 1234, Gid: 1234, Login: "alice"}
+	u := &WorkerUser{Name: "alice", Uid: 1234, Gid: 1234, FreshEnv: FreshEnv{Login: "alice"}}
 	require.NoError(t, checkUserManager(root, true, false, u), "no manager: accepted")
 	plant(t, root, "var/lib/systemd/linger/alice")
 	err := checkUserManager(root, true, false, u)
@@ -75,7 +75,7 @@ func TestServiceManagerWarning(t *testing.T) {
 	require.Contains(t, w, "--worker-user")
 	require.Empty(t, managerWarning(same, root, false))
 
-	other := Isolation{User: &WorkerUser{Name: "alice", Uid: 1234, Gid: 1234, Login: "alice"}}
+	other := Isolation{User: &WorkerUser{Name: "alice", Uid: 1234, Gid: 1234, FreshEnv: FreshEnv{Login: "alice"}}}
 	require.Empty(t, managerWarning(other, root, true), "alice has no manager")
 	plant(t, root, "run/systemd/users/1234")
 	require.Contains(t, managerWarning(other, root, true), "--worker-user-manager-ok: the service manager (systemd --user) of alice can start processes")

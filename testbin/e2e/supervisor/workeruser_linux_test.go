@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -195,6 +196,52 @@ func TestWorkerUserGetsAFreshEnvironment(t *testing.T) {
 	})
 }
 
+// An agent's command run as our own user got our whole environment: API
+// keys, CI tokens. With --clean-env it gets the fresh one a --worker-user
+// worker gets, for our user, and what --worker-env names; without it, it
+// gets ours (the test bites).
+func TestCleanEnvGivesOurUserAFreshEnvironment(t *testing.T) {
+	t.Parallel()
+	planted := []string{"CI_SECRET=ci-token", "OPENAI_API_KEY=sk-planted", "HOME=/elsewhere", "PATH=/root/bin:/usr/bin:/bin", "TERM=vt100", "LANG=C.UTF-8", "LC_TIME=C"}
+	me, err := user.Current()
+	require.NoError(t, err)
+	fresh := map[string]string{"HOME": me.HomeDir, "USER": me.Username, "LOGNAME": me.Username, "SHELL": loginShellOf(t, me.Username),
+		"PATH": "/usr/local/bin:/usr/bin:/bin", "TERM": "vt100", "LANG": "C.UTF-8", "LC_TIME": "C"}
+	for _, v := range os.Environ() { // kept from the test's own environment
+		if k, val, _ := strings.Cut(v, "="); k == "LANGUAGE" || k == "TZ" || strings.HasPrefix(k, "LC_") && k != "LC_TIME" {
+			fresh[k] = val
+		}
+	}
+	r := startSup(t, t.TempDir(), planted, "run", "--clean-env", "--", "/usr/bin/env")
+	require.Equal(t, 0, r.wait(bound), r.stderr())
+	require.Equal(t, fresh, envOf(r.out.Lines()))
+
+	r = startSup(t, t.TempDir(), planted, "run", "--clean-env", "--worker-env", "OPENAI_API_KEY", "--", "/usr/bin/env")
+	require.Equal(t, 0, r.wait(bound), r.stderr())
+	got := envOf(r.out.Lines())
+	require.Equal(t, "sk-planted", got["OPENAI_API_KEY"], "passed on by name")
+	require.NotContains(t, got, "CI_SECRET")
+
+	r = startSup(t, t.TempDir(), planted, "run", "--", "/usr/bin/env")
+	require.Equal(t, 0, r.wait(bound), r.stderr())
+	got = envOf(r.out.Lines())
+	require.Equal(t, "ci-token", got["CI_SECRET"], "without --clean-env the worker has ours: the test does not bite")
+}
+
+// loginShellOf is name's shell in /etc/passwd.
+func loginShellOf(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile("/etc/passwd")
+	require.NoError(t, err)
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Split(l, ":"); len(f) == 7 && f[0] == name {
+			return f[6]
+		}
+	}
+	t.Fatalf("%s is not in /etc/passwd", name)
+	return ""
+}
+
 // envOf reads env(1)'s lines.
 func envOf(lines []string) map[string]string {
 	m := map[string]string{}
@@ -216,8 +263,10 @@ func TestWorkerUserOptionsRefused(t *testing.T) {
 		kind, msg string
 		flags     []string
 	}{
-		{"election", "--worker-env and --share-worker-user go with --worker-user", []string{"--worker-env", "CI_SECRET"}},
-		{"run", "--worker-env and --share-worker-user go with --worker-user", []string{"--share-worker-user"}},
+		{"election", "--worker-env goes with --worker-user or --clean-env", []string{"--worker-env", "CI_SECRET"}},
+		{"run", "--share-worker-user goes with --worker-user", []string{"--share-worker-user"}},
+		{"run", "--share-worker-user goes with --worker-user", []string{"--clean-env", "--share-worker-user"}},
+		{"election", "--worker-env OCTOSTORE_TOKEN: the holder's secret never reaches the worker", []string{"--clean-env", "--worker-env", "OCTOSTORE_TOKEN"}},
 		{"election", "--worker-env OCTOSTORE_TOKEN: the holder's secret never reaches the worker", []string{"--worker-user", "nobody", "--worker-env", "OCTOSTORE_TOKEN"}},
 		{"lock", "--worker-env OCTOSTORE_FENCING_TERM: the supervisor sets it for the worker itself", []string{"--worker-user", "nobody", "--worker-env", "OCTOSTORE_FENCING_TERM"}},
 		{"lock", `--worker-env "A=B" is not the name of a variable`, []string{"--worker-user", "nobody", "--worker-env", "A=B"}},
