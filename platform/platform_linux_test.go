@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 func TestParseStatHostileComm(t *testing.T) {
@@ -377,4 +378,25 @@ func TestWaitExited(t *testing.T) {
 	done, err = WaitExited(procs, time.Minute)
 	require.NoError(t, err)
 	require.True(t, done, "reaped processes have exited")
+}
+
+// A process that exits after its task directory was opened makes getdents
+// fail with ENOENT: the teardown scan takes it as gone (ErrNoProcess), not as
+// a failed scan (seen in a container's teardown: "read /proc/58/task: no such
+// file or directory").
+func TestTaskDirectoryOfAnExitedProcess(t *testing.T) {
+	cmd := exec.Command("/bin/sleep", "60")
+	require.NoError(t, cmd.Start())
+	dir := "/proc/" + strconv.Itoa(cmd.Process.Pid) + "/task"
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(fd)
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait() // reaped: its /proc directory is gone
+	_, err = unix.Getdents(fd, make([]byte, 4096))
+	require.ErrorIs(t, err, unix.ENOENT, "the kernel's answer the scan must take as gone")
+	_, err = unix.Seek(fd, 0, 0)
+	require.NoError(t, err)
+	_, err = NewProcReader().readNumericEntries(fd, dir, nil)
+	require.ErrorIs(t, err, ErrNoProcess)
 }

@@ -145,14 +145,27 @@ func (r *ProcReader) Pids(dst []int) ([]int, error) {
 func (r *ProcReader) numericEntries(dir string, dst []int) ([]int, error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+		if gone(err) {
 			return dst, ErrNoProcess
 		}
 		return dst, fmt.Errorf("open %s: %w", dir, err)
 	}
 	defer unix.Close(fd)
+	return r.readNumericEntries(fd, dir, dst)
+}
+
+// gone: the process whose /proc directory was being read has exited.
+func gone(err error) bool { return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) }
+
+// readNumericEntries reads the open directory fd (named dir). A process that
+// exits after its task directory was opened makes getdents fail with
+// ENOENT: that is ErrNoProcess too, not a failed scan.
+func (r *ProcReader) readNumericEntries(fd int, dir string, dst []int) ([]int, error) {
 	for {
 		n, err := unix.Getdents(fd, r.dirb)
+		if gone(err) {
+			return dst, ErrNoProcess
+		}
 		if err != nil {
 			return dst, fmt.Errorf("read %s: %w", dir, err)
 		}

@@ -111,6 +111,7 @@ wait_for() {
 # marked_running MARK N: at least N processes carry MARK (a zombie's argv is
 # empty, so it is not one); one grep, quick enough to see a fork bomb.
 marked_running() { [ "$(grep -lsw -- "$1" /proc/[0-9]*/cmdline | wc -l)" -ge "$2" ]; }
+ctr_logs_have() { pm "$1" logs "$2" 2>/dev/null | grep -q -- "$3"; }
 
 # The scenarios of one engine: each sets BAD (its problems) and RC, and
 # leaves its output in D. Those that `podman exec` share one container,
@@ -149,13 +150,15 @@ ctr_exec_judge() {
 }
 
 # ctr_election_stop: the supervisor as PID 1, its output read back from
-# podman's log.
+# podman's log: a file conmon writes as the lines come (k8s-file), where
+# journald, rootful podman's default, may not yet have them.
 ctr_election_stop() {
   local cid
-  cid=$(pm "$ENGINE" run -d --network none -e E2E_MARK="$MARK" "$CTR_IMAGE" \
+  cid=$(pm "$ENGINE" run -d --log-driver k8s-file --network none -e E2E_MARK="$MARK" "$CTR_IMAGE" \
     octostore-supervisor election --server local "room-$MARK" cand /usr/local/bin/e2e-worker 2>>"$D/launch.err")
   wait_for 40 marked_running "$MARK" 2 || BAD+=("the worker and its daemon never both ran")
-  pm "$ENGINE" logs "$cid" 2>/dev/null | grep -q '"event":"leader"' || BAD+=("no leader line once the worker ran")
+  # the leader line follows the worker's start
+  wait_for 20 ctr_logs_have "$ENGINE" "$cid" '"event":"leader"' || BAD+=("no leader line within 20 s of the worker's start")
   pm "$ENGINE" stop -t 20 "$cid" >>"$D/launch.err" 2>&1 || BAD+=("podman stop failed: $(tail -n 2 "$D/launch.err")")
   RC=$(pm "$ENGINE" inspect -f '{{.State.ExitCode}}' "$cid" 2>>"$D/launch.err")
   pm "$ENGINE" logs "$cid" >"$D/stdout" 2>"$D/stderr"
