@@ -236,8 +236,8 @@ func (d *Diagnosis) addFence() {
 }
 
 // addScope says whether the default Landlock scope works here, by doing it:
-// it enters the scope as the worker's start does and signals our parent,
-// which the scope must refuse.
+// it enters the scope as the worker's start does and tries what the scope
+// must refuse (probeScope).
 func (d *Diagnosis) addScope() {
 	on, why := workerScope(false)
 	d.addRestriction(restriction{

@@ -19,6 +19,12 @@ type TCPPeer struct {
 // socket's owner that this package can read (macOS).
 var ErrTCPPeerUnknown = errors.New("who serves a local TCP port cannot be learnt on this OS")
 
+// unmapped is a with an IPv4-mapped IPv6 address as plain IPv4, as the
+// kernel's tables list a dual-stack socket's IPv4 peers.
+func unmapped(a netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
+}
+
 // errNoSocket: the kernel lists no socket with the connection's addresses
 // (the server closed it at once, or it is not on this host).
 func errNoSocket(local, remote netip.AddrPort) error {

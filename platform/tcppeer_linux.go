@@ -38,10 +38,6 @@ func LocalTCPPeer(local, remote netip.AddrPort) (TCPPeer, error) {
 	return TCPPeer{}, errNoSocket(local, remote)
 }
 
-func unmapped(a netip.AddrPort) netip.AddrPort {
-	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
-}
-
 // socketOwner finds the socket whose local address is local and remote
 // address remote in a /proc/net/tcp-style file and returns its uid.
 func socketOwner(file string, local, remote netip.AddrPort) (uid int, found bool, err error) {

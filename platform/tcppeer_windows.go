@@ -35,7 +35,7 @@ type tcp6RowOwnerPid struct {
 // owns the server's end of this very connection, and its token the user.
 // Trusted is SYSTEM or our own user.
 func LocalTCPPeer(local, remote netip.AddrPort) (TCPPeer, error) {
-	local, remote = netip.AddrPortFrom(local.Addr().Unmap(), local.Port()), netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port())
+	local, remote = unmapped(local), unmapped(remote)
 	pid, err := tcpOwnerPid(remote, local)
 	if err != nil {
 		return TCPPeer{}, err

@@ -78,12 +78,13 @@ ctr_setup() { # imports the image for root and for tester
   done
 }
 
-# ctr_survivors ENGINE CID PID1: the live processes of the container's cgroup
-# subtree other than its PID 1 (zombies have left their cgroup already).
+# ctr_survivors PID1: the live processes of the cgroup subtree of the
+# container whose PID 1 is PID1 (the VM's pid), other than PID 1 (zombies
+# have left their cgroup already).
 ctr_survivors() {
   local cg
-  cg=$(sed -n 's/^0:://p' "/proc/$3/cgroup") || return 0
-  find "/sys/fs/cgroup$cg" -name cgroup.procs -exec cat {} + 2>/dev/null | grep -vx "$3" |
+  cg=$(sed -n 's/^0:://p' "/proc/$1/cgroup") || return 0
+  find "/sys/fs/cgroup$cg" -name cgroup.procs -exec cat {} + 2>/dev/null | grep -vx "$1" |
     while read -r p; do echo "$p $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"; done
 }
 
@@ -145,7 +146,7 @@ ctr_exec_judge() {
   [ -n "$PID1" ] || BAD+=("podman gave no pid for the container's PID 1: $(tail -n 3 "$R/logs/ctr-setup.log")")
   grep -q 'containment: process-group (cgroup v2 unavailable:.*read-only' "$D/stderr" ||
     BAD+=("stderr does not name the process-group backend and the read-only cgroup2")
-  left=$(ctr_survivors "$ENGINE" "$CID" "$PID1")
+  left=$(ctr_survivors "$PID1")
   [ -z "$left" ] || BAD+=("left in the container's cgroup: $(echo $left)")
 }
 
